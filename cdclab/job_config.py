@@ -1,0 +1,106 @@
+"""The Glue job's Spark/Iceberg configuration for each profile.
+
+The job script never configures catalogs itself: on AWS Glue the settings arrive as the
+`--conf` job argument; locally the runner builds its warm SparkSession from the very same
+key set, differing only in the catalog implementation (REST locally, Glue Data Catalog
+on AWS) and in the S3 endpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from cdclab.settings import (
+    DEFAULT_REGION,
+    ENV_ACCESS_KEY,
+    ENV_CATALOG_URI,
+    ENV_REGION,
+    ENV_S3_ENDPOINT,
+    ENV_SECRET_KEY,
+    PipelineSettings,
+    load_pipeline,
+)
+
+ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
+GLUE_CATALOG = "org.apache.iceberg.aws.glue.GlueCatalog"
+
+
+def _common_conf(p: PipelineSettings) -> dict[str, str]:
+    cat = f"spark.sql.catalog.{p.lake.catalog_name}"
+    return {
+        "spark.sql.extensions": ICEBERG_EXTENSIONS,
+        cat: "org.apache.iceberg.spark.SparkCatalog",
+        f"{cat}.warehouse": p.warehouse,
+        f"{cat}.io-impl": S3_FILE_IO,
+        "spark.sql.iceberg.handle-timestamp-without-timezone": "true",
+        "spark.sql.session.timeZone": "UTC",
+    }
+
+
+def aws_spark_conf(p: PipelineSettings | None = None) -> dict[str, str]:
+    """Catalog settings for AWS Glue 5.1: Glue Data Catalog + S3FileIO."""
+    p = p or load_pipeline()
+    conf = _common_conf(p)
+    conf[f"spark.sql.catalog.{p.lake.catalog_name}.catalog-impl"] = GLUE_CATALOG
+    return conf
+
+
+def local_spark_conf(env: Mapping[str, str], p: PipelineSettings | None = None) -> dict[str, str]:
+    """Catalog settings for the local runner: Iceberg REST catalog + MinIO."""
+    p = p or load_pipeline()
+    cat = f"spark.sql.catalog.{p.lake.catalog_name}"
+    s3 = env[ENV_S3_ENDPOINT]
+    region = env.get(ENV_REGION, DEFAULT_REGION)
+    conf = _common_conf(p)
+    conf.update(
+        {
+            f"{cat}.type": "rest",
+            f"{cat}.uri": env[ENV_CATALOG_URI],
+            f"{cat}.s3.endpoint": s3,
+            f"{cat}.s3.path-style-access": "true",
+            f"{cat}.s3.access-key-id": env[ENV_ACCESS_KEY],
+            f"{cat}.s3.secret-access-key": env[ENV_SECRET_KEY],
+            f"{cat}.client.region": region,
+            # Glue reads s3:// through EMRFS; locally the same URIs go through S3A.
+            "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+            "spark.hadoop.fs.s3a.endpoint": s3,
+            "spark.hadoop.fs.s3a.endpoint.region": region,
+            "spark.hadoop.fs.s3a.path.style.access": "true",
+            "spark.hadoop.fs.s3a.connection.ssl.enabled": str(s3.startswith("https")).lower(),
+            "spark.hadoop.fs.s3a.access.key": env[ENV_ACCESS_KEY],
+            "spark.hadoop.fs.s3a.secret.key": env[ENV_SECRET_KEY],
+            "spark.hadoop.fs.s3a.aws.credentials.provider": (
+                "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
+            ),
+        }
+    )
+    return conf
+
+
+def conf_argument(conf: Mapping[str, str]) -> str:
+    """Glue accepts one `--conf` job argument; further pairs are chained with ' --conf '."""
+    return " --conf ".join(f"{k}={v}" for k, v in conf.items())
+
+
+def glue_default_arguments(
+    p: PipelineSettings | None = None, *, temp_dir: str | None = None
+) -> dict[str, str]:
+    """DefaultArguments of the Glue job, identical in the local Glue API and on AWS."""
+    p = p or load_pipeline()
+    args = {
+        "--datalake-formats": "iceberg",
+        "--conf": conf_argument(aws_spark_conf(p)),
+        "--job-bookmark-option": p.glue_job.job_bookmark_option,
+        "--enable-metrics": "true",
+        "--enable-continuous-cloudwatch-log": "true",
+        # the job's own parameters (read with getResolvedOptions)
+        "--bronze_database": p.lake.glue_database,
+        "--bronze_table": p.lake.bronze_table,
+        "--silver_table": p.qualified(p.lake.silver_table),
+        "--tombstone_table": p.qualified(p.lake.tombstone_table),
+        "--quarantine_table": p.qualified(p.lake.quarantine_table),
+    }
+    if temp_dir:
+        args["--TempDir"] = temp_dir
+    return args

@@ -1,0 +1,234 @@
+"""What a supervised service is: a program, its environment, and a health check.
+
+Each box of the diagram is one `Service`. The embedded supervisor starts them as local
+processes; docker compose runs the same `entrypoint()` inside containers. Test resources
+start single services with the same code and return the settings to reach them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+LOOPBACK = "127.0.0.1"
+
+
+class ServiceError(RuntimeError):
+    """A service could not be prepared or started; the message says what to do."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((LOOPBACK, 0))
+        return s.getsockname()[1]
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((LOOPBACK, port))
+        except OSError:
+            return False
+        return True
+
+
+def port_answers(port: int, host: str = LOOPBACK, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+@dataclass
+class StackContext:
+    """Where a stack lives and how its parts reach each other."""
+
+    state_dir: Path
+    ports: dict[str, int] = field(default_factory=dict)
+    # The shared environment: every configuration key of cdclab.settings, credentials.
+    env: dict[str, str] = field(default_factory=dict)
+
+    def service_dir(self, name: str) -> Path:
+        path = self.state_dir / name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def log_path(self, name: str) -> Path:
+        logs = self.state_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        return logs / f"{name}.log"
+
+
+@dataclass
+class ProcessSpec:
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)  # on top of the stack env
+    cwd: Path | None = None
+    user: str | None = None  # run as this OS user (PostgreSQL when we are root)
+
+
+class Service(ABC):
+    """One supervised program."""
+
+    name: str = ""
+    port_names: tuple[str, ...] = ()  # ports this service needs allocated in ctx.ports
+
+    def prepare(self, ctx: StackContext) -> None:  # noqa: B027 - optional hook
+        """One-time, idempotent set-up before the first start (dirs, initdb...)."""
+
+    @abstractmethod
+    def process(self, ctx: StackContext) -> ProcessSpec:
+        """The command line: the same module/program compose runs."""
+
+    @abstractmethod
+    def healthy(self, ctx: StackContext) -> bool:
+        """True once the service answers requests."""
+
+    def after_start(self, ctx: StackContext) -> None:  # noqa: B027 - optional hook
+        """Idempotent set-up that needs the service up (buckets, tables...)."""
+
+    def address(self, ctx: StackContext) -> str:
+        """Human-readable address for `cdclab status`."""
+        port = ctx.ports.get(self.port_names[0]) if self.port_names else None
+        return f"{LOOPBACK}:{port}" if port else "-"
+
+    def startup_timeout(self) -> float:
+        return 60.0
+
+
+def python_module(module: str, *args: str) -> list[str]:
+    """argv running one of our modules with this interpreter (same entry point in compose)."""
+    return [sys.executable, "-m", module, *args]
+
+
+def wait_until(
+    check: Callable[[], bool], timeout: float, what: str, proc: subprocess.Popen | None = None,
+    log: Path | None = None,
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            tail = _tail(log) if log else ""
+            raise ServiceError(f"{what} exited with code {proc.returncode} while starting.{tail}")
+        try:
+            if check():
+                return
+        except Exception:  # a health probe failing is the normal not-yet state
+            pass
+        time.sleep(0.2)
+    tail = _tail(log) if log else ""
+    raise ServiceError(f"{what} did not become healthy within {timeout:.0f}s.{tail}")
+
+
+def _tail(log: Path, lines: int = 15) -> str:
+    try:
+        text = log.read_text(errors="replace").splitlines()[-lines:]
+    except OSError:
+        return ""
+    return f"\n--- last lines of {log} ---\n" + "\n".join(text)
+
+
+def start_process(
+    service: Service, ctx: StackContext, *, detached: bool = False
+) -> subprocess.Popen:
+    """Start a service's process with its log file; returns the Popen."""
+    spec = service.process(ctx)
+    env = {**os.environ, **ctx.env, **spec.env}
+    log = ctx.log_path(service.name)
+    with open(log, "ab") as out:
+        kwargs: dict = {}
+        if spec.user:
+            kwargs["user"] = spec.user
+            kwargs["group"] = spec.user
+            kwargs["extra_groups"] = []
+        return subprocess.Popen(
+            spec.argv,
+            env=env,
+            cwd=spec.cwd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            # Own process group: `down` and test teardown signal exactly what we started.
+            start_new_session=True,
+            **kwargs,
+        )
+
+
+def stop_pid(pid: int, timeout: float = 20.0) -> None:
+    """SIGTERM a process group we started, SIGKILL it if it lingers."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            return
+        except PermissionError:
+            os.kill(pid, sig)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not pid_alive(pid):
+                return
+            time.sleep(0.1)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        waited, _ = os.waitpid(pid, os.WNOHANG)
+        if waited == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie of someone else's still counts as gone
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+@dataclass
+class RunningService:
+    """A started service, as test resources hand it out."""
+
+    service: Service
+    ctx: StackContext
+    proc: subprocess.Popen
+
+    def stop(self) -> None:
+        stop_pid(self.proc.pid)
+
+
+def start_service(service: Service, ctx: StackContext) -> RunningService:
+    """prepare → start → wait healthy → after_start. Used by tests and the supervisor."""
+    for port_name in service.port_names:
+        ctx.ports.setdefault(port_name, free_port())
+    service.prepare(ctx)
+    proc = start_process(service, ctx)
+    try:
+        wait_until(
+            lambda: service.healthy(ctx), service.startup_timeout(), service.name, proc,
+            ctx.log_path(service.name),
+        )
+        service.after_start(ctx)
+    except BaseException:
+        stop_pid(proc.pid)
+        raise
+    return RunningService(service, ctx, proc)
+
+
+def env_of(mapping: Mapping[str, str], *keys: str) -> dict[str, str]:
+    return {k: mapping[k] for k in keys if k in mapping}

@@ -1,0 +1,178 @@
+"""Every configuration key and pipeline name, in one place.
+
+Services never invent their own keys: they read the environment variables named here.
+The embedded supervisor and docker compose both set exactly these variables, so every
+program behaves the same in both runtimes.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# --- environment variables (the configuration keys) ---------------------------------
+ENV_STATE_DIR = "CDCLAB_STATE_DIR"  # all runtime data: pgdata, minio data, logs, env file
+ENV_CACHE_DIR = "CDCLAB_CACHE"  # downloads (jars, minio binary); outside the repo
+ENV_PG_DSN = "CDCLAB_PG_DSN"  # postgresql://user:pw@host:port/airbnb_db
+ENV_CATALOG_URI = "CDCLAB_CATALOG_URI"  # Iceberg REST catalog base URL
+ENV_GLUE_ENDPOINT = "AWS_ENDPOINT_URL_GLUE"  # boto3 reads it: local Glue API
+ENV_S3_ENDPOINT = "AWS_ENDPOINT_URL_S3"  # boto3 reads it: MinIO
+ENV_ACCESS_KEY = "AWS_ACCESS_KEY_ID"
+ENV_SECRET_KEY = "AWS_SECRET_ACCESS_KEY"
+ENV_REGION = "AWS_DEFAULT_REGION"
+ENV_PROFILE = "CDCLAB_PROFILE"  # local | aws
+ENV_BACKEND = "CDCLAB_BACKEND"  # tests: embedded | containers
+ENV_JARS_DIR = "CDCLAB_JARS_DIR"  # where bootstrap put the resolved jars
+ENV_BATCH_INTERVAL = "CDCLAB_BATCH_INTERVAL_SECONDS"  # overrides dms.cdc_max_batch_interval
+ENV_BATCH_SIZE_KB = "CDCLAB_BATCH_SIZE_KB"  # overrides dms.cdc_min_file_size_kb
+ENV_WATCH_INTERVAL = "CDCLAB_WATCH_INTERVAL_SECONDS"  # watcher listing period
+
+DEFAULT_REGION = "us-east-1"
+PROFILE_LOCAL = "local"
+PROFILE_AWS = "aws"
+
+
+def cache_dir() -> Path:
+    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "cdclab"
+    return Path(os.environ.get(ENV_CACHE_DIR, default))
+
+
+def state_dir() -> Path:
+    return Path(os.environ.get(ENV_STATE_DIR, REPO_ROOT / ".cdclab"))
+
+
+@cache
+def versions() -> dict[str, str]:
+    """Platform pins from versions.env (the one place that defines them)."""
+    pins: dict[str, str] = {}
+    for line in (REPO_ROOT / "versions.env").read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, value = line.split("=", 1)
+            pins[key.strip()] = value.strip()
+    return pins
+
+
+def jars_dir() -> Path:
+    return Path(os.environ.get(ENV_JARS_DIR, cache_dir() / "jars"))
+
+
+def minio_binary() -> Path:
+    return cache_dir() / "bin" / f"minio-{versions()['MINIO_VERSION']}"
+
+
+def spark_jars() -> list[Path]:
+    """Jars the Spark driver needs: Iceberg runtime + AWS bundle, hadoop-aws for s3://."""
+    v = versions()
+    names = [
+        f"iceberg-spark-runtime-3.5_{v['SCALA_BINARY_VERSION']}-{v['ICEBERG_VERSION']}.jar",
+        f"iceberg-aws-bundle-{v['ICEBERG_VERSION']}.jar",
+        f"hadoop-aws-{v['HADOOP_AWS_VERSION']}.jar",
+        f"aws-java-sdk-bundle-{v['AWS_JAVA_SDK_BUNDLE_VERSION']}.jar",
+    ]
+    return [jars_dir() / n for n in names]
+
+
+def iceberg_rest_jar() -> Path:
+    return jars_dir() / f"iceberg-open-api-{versions()['ICEBERG_REST_VERSION']}.jar"
+
+
+# --- the pipeline description (cdclab/pipeline.toml) --------------------------------
+@dataclass(frozen=True)
+class SourceSettings:
+    database: str
+    schema: str
+    table: str
+    primary_key: str
+    publication: str
+    slot: str
+
+
+@dataclass(frozen=True)
+class DmsSettings:
+    bucket_folder: str
+    data_format: str
+    add_column_name: bool
+    include_op_for_full_load: bool
+    timestamp_column_name: str
+    csv_delimiter: str
+    csv_row_delimiter: str
+    csv_null_value: str
+    change_seq_column: str
+    cdc_max_batch_interval_seconds: int
+    cdc_min_file_size_kb: int
+    max_file_size_kb: int
+
+
+@dataclass(frozen=True)
+class LakeSettings:
+    bronze_bucket: str
+    silver_bucket: str
+    scripts_bucket: str
+    glue_database: str
+    bronze_table: str
+    silver_table: str
+    tombstone_table: str
+    quarantine_table: str
+    catalog_name: str
+    warehouse_prefix: str
+
+
+@dataclass(frozen=True)
+class GlueJobSettings:
+    name: str
+    script: str
+    glue_version: str
+    worker_type: str
+    number_of_workers: int
+    job_bookmark_option: str
+    max_concurrent_runs: int
+    timeout_minutes: int
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    source: SourceSettings
+    dms: DmsSettings
+    lake: LakeSettings
+    glue_job: GlueJobSettings
+
+    @property
+    def bronze_prefix(self) -> str:
+        """Key prefix of the table's DMS files in the bronze bucket (no trailing slash)."""
+        return f"{self.dms.bucket_folder}/{self.source.schema}/{self.source.table}"
+
+    @property
+    def bronze_location(self) -> str:
+        return f"s3://{self.lake.bronze_bucket}/{self.bronze_prefix}/"
+
+    @property
+    def warehouse(self) -> str:
+        return f"s3://{self.lake.silver_bucket}/{self.lake.warehouse_prefix}/"
+
+    def qualified(self, table: str) -> str:
+        """catalog.database.table as the job's SQL names it."""
+        return f"{self.lake.catalog_name}.{self.lake.glue_database}.{table}"
+
+    @property
+    def script_path(self) -> Path:
+        return REPO_ROOT / self.glue_job.script
+
+
+PIPELINE_FILE = Path(__file__).with_name("pipeline.toml")
+
+
+@cache
+def load_pipeline(path: Path = PIPELINE_FILE) -> PipelineSettings:
+    raw = tomllib.loads(path.read_text())
+    return PipelineSettings(
+        source=SourceSettings(**raw["source"]),
+        dms=DmsSettings(**raw["dms"]),
+        lake=LakeSettings(**raw["lake"]),
+        glue_job=GlueJobSettings(**raw["glue_job"]),
+    )

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Installs what is missing, idempotently. Downloads are cached outside the repo in
+# $CDCLAB_CACHE (default ~/.cache/cdclab) so a fresh clone on a warm machine is quick.
+# Everything is resolved by name/coordinates with its own ecosystem's tool:
+# Python by uv/pip, JVM jars by Maven coordinates, MinIO by `go install`.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+# shellcheck source=../versions.env
+source "$ROOT/versions.env"
+
+CACHE="${CDCLAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cdclab}"
+VENV="$ROOT/.venv"
+mkdir -p "$CACHE"
+
+say() { printf '\033[1mbootstrap:\033[0m %s\n' "$*"; }
+die() { printf '\033[31mbootstrap: error:\033[0m %s\n' "$*" >&2; exit 1; }
+
+# --- prerequisites, with what to do when one is missing -------------------------
+PYTHON="${CDCLAB_PYTHON:-}"
+if [[ -z "$PYTHON" ]]; then
+  for candidate in python3.11 python3; do
+    if command -v "$candidate" >/dev/null && "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
+      PYTHON="$(command -v "$candidate")"; break
+    fi
+  done
+fi
+[[ -n "$PYTHON" ]] || die "Python 3.11 not found (AWS Glue 5.1 runs 3.11). Install it, or set CDCLAB_PYTHON=/path/to/python3.11."
+command -v java >/dev/null || die "Java not found. Install a JDK $JAVA_VERSION (e.g. apt-get install openjdk-17-jdk-headless) and put java on PATH."
+java_major="$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)"
+[[ "$java_major" == "$JAVA_VERSION" ]] || die "Java $JAVA_VERSION is required (Spark $SPARK_VERSION on Glue 5.1); found Java ${java_major:-unknown}. Set JAVA_HOME/PATH to a JDK $JAVA_VERSION."
+command -v mvn >/dev/null || die "Maven not found: it resolves the Spark/Iceberg jars by coordinates. Install it (e.g. apt-get install maven)."
+
+# --- Python environment -----------------------------------------------------------
+lock_hash="$(cat requirements.lock pyproject.toml | sha256sum | cut -c1-16)"
+if [[ ! -f "$VENV/.cdclab-lock-$lock_hash" ]]; then
+  say "Python environment (.venv) from requirements.lock"
+  [[ -x "$VENV/bin/python" ]] || "$PYTHON" -m venv "$VENV"
+  if [[ ! -x "$VENV/bin/uv" ]]; then
+    PIP_CACHE_DIR="$CACHE/pip" "$VENV/bin/python" -m pip install -q --disable-pip-version-check "uv==$UV_VERSION"
+  fi
+  UV_CACHE_DIR="$CACHE/uv" "$VENV/bin/uv" pip sync -q --python "$VENV/bin/python" requirements.lock
+  UV_CACHE_DIR="$CACHE/uv" "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" --no-deps -e .
+  rm -f "$VENV"/.cdclab-lock-*
+  touch "$VENV/.cdclab-lock-$lock_hash"
+fi
+
+# --- JVM jars by Maven coordinates ------------------------------------------------
+JARS="$CACHE/jars"
+mkdir -p "$JARS"
+artifacts=(
+  "org.apache.iceberg:iceberg-spark-runtime-3.5_${SCALA_BINARY_VERSION}:${ICEBERG_VERSION}"
+  "org.apache.iceberg:iceberg-aws-bundle:${ICEBERG_VERSION}"
+  "org.apache.hadoop:hadoop-aws:${HADOOP_AWS_VERSION}"
+  "com.amazonaws:aws-java-sdk-bundle:${AWS_JAVA_SDK_BUNDLE_VERSION}"
+  "org.apache.iceberg:iceberg-open-api:${ICEBERG_REST_VERSION}"
+)
+for coord in "${artifacts[@]}"; do
+  IFS=: read -r _group artifact version <<<"$coord"
+  if [[ ! -s "$JARS/$artifact-$version.jar" ]]; then
+    say "resolving $coord (Maven)"
+    mvn -q -B dependency:copy -Dartifact="$coord" -DoutputDirectory="$JARS" \
+      -Dmaven.repo.local="$CACHE/m2" -Dtransitive=false >"$CACHE/mvn.log" 2>&1 \
+      || die "Maven could not resolve $coord; see $CACHE/mvn.log"
+  fi
+done
+
+# --- MinIO from its Go module -------------------------------------------------------
+MINIO_BIN="$CACHE/bin/minio-$MINIO_VERSION"
+if [[ ! -x "$MINIO_BIN" ]]; then
+  command -v go >/dev/null || die "Go not found: MinIO is built from its Go module ($MINIO_MODULE@$MINIO_VERSION). Install Go >= $GO_VERSION."
+  say "building MinIO $MINIO_VERSION from its Go module (first time only, a few minutes)"
+  mkdir -p "$CACHE/bin" "$CACHE/go"
+  tmpbin="$(mktemp -d)"
+  GOPATH="$CACHE/go" GOMODCACHE="$CACHE/go/pkg/mod" GOBIN="$tmpbin" CGO_ENABLED=0 GOFLAGS=-mod=mod \
+    go install "$MINIO_MODULE@$MINIO_VERSION" >"$CACHE/minio-build.log" 2>&1 \
+    || die "building MinIO failed; see $CACHE/minio-build.log"
+  mv "$tmpbin/minio" "$MINIO_BIN"
+  rmdir "$tmpbin"
+fi
+
+say "ready (cache: $CACHE)"
