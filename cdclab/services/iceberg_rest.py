@@ -1,0 +1,106 @@
+"""Apache Iceberg's REST catalog server, durable (JDBC catalog in a SQLite file).
+
+The server is the `iceberg-open-api` jar resolved by Maven coordinates; our loopback
+launcher (iceberg_rest/LoopbackRESTCatalogServer.java) only binds it to one host.
+Catalog properties travel as CATALOG_* variables, as the stock server reads them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import urllib.request
+from pathlib import Path
+
+from cdclab import settings
+from cdclab.services.base import LOOPBACK, ProcessSpec, Service, ServiceError, StackContext
+
+LAUNCHER_SOURCE = settings.REPO_ROOT / "iceberg_rest" / "LoopbackRESTCatalogServer.java"
+LAUNCHER_CLASS = "org.apache.iceberg.rest.LoopbackRESTCatalogServer"
+
+
+def catalog_environment(
+    *, jdbc_uri: str, warehouse: str, s3_endpoint: str, access_key: str, secret_key: str,
+    region: str, host: str, port: int,
+) -> dict[str, str]:
+    """CATALOG_* / REST_* variables for the server (shared with docker compose)."""
+    return {
+        "CATALOG_URI": jdbc_uri,
+        "CATALOG_WAREHOUSE": warehouse,
+        "CATALOG_IO__IMPL": "org.apache.iceberg.aws.s3.S3FileIO",
+        "CATALOG_S3_ENDPOINT": s3_endpoint,
+        "CATALOG_S3_PATH__STYLE__ACCESS": "true",
+        "CATALOG_S3_ACCESS__KEY__ID": access_key,
+        "CATALOG_S3_SECRET__ACCESS__KEY": secret_key,
+        "CATALOG_CLIENT_REGION": region,
+        "AWS_REGION": region,
+        "REST_HOST": host,
+        "REST_PORT": str(port),
+    }
+
+
+def compiled_launcher() -> Path:
+    """Compile the launcher once per source version into the cache; returns the class dir."""
+    source = LAUNCHER_SOURCE.read_bytes()
+    digest = hashlib.sha256(source + settings.iceberg_rest_jar().name.encode()).hexdigest()[:16]
+    out = settings.cache_dir() / "classes" / f"iceberg-rest-launcher-{digest}"
+    if (out / "org/apache/iceberg/rest/LoopbackRESTCatalogServer.class").exists():
+        return out
+    if not shutil.which("javac"):
+        raise ServiceError("javac not found: install a JDK 17 (not only a JRE).")
+    tmp = out.with_suffix(".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    subprocess.run(
+        ["javac", "-nowarn", "-cp", str(settings.iceberg_rest_jar()), "-d", str(tmp),
+         str(LAUNCHER_SOURCE)],
+        check=True, capture_output=True,
+    )
+    tmp.rename(out)
+    return out
+
+
+class IcebergRestService(Service):
+    name = "iceberg-rest"
+    port_names = ("iceberg_rest",)
+
+    def prepare(self, ctx: StackContext) -> None:
+        if not settings.iceberg_rest_jar().exists():
+            raise ServiceError(
+                f"{settings.iceberg_rest_jar()} is missing. Run `make setup` "
+                "(resolves org.apache.iceberg:iceberg-open-api by Maven coordinates)."
+            )
+        if not shutil.which("java"):
+            raise ServiceError("java not found: install a JDK 17 and put it on PATH.")
+        ctx.env[settings.ENV_CATALOG_URI] = f"http://{LOOPBACK}:{ctx.ports['iceberg_rest']}"
+
+    def process(self, ctx: StackContext) -> ProcessSpec:
+        db = ctx.service_dir("iceberg-rest") / "catalog.db"
+        classes = compiled_launcher()
+        env = catalog_environment(
+            jdbc_uri=f"jdbc:sqlite:file:{db}",
+            warehouse=settings.load_pipeline().warehouse,
+            s3_endpoint=ctx.env[settings.ENV_S3_ENDPOINT],
+            access_key=ctx.env[settings.ENV_ACCESS_KEY],
+            secret_key=ctx.env[settings.ENV_SECRET_KEY],
+            region=ctx.env.get(settings.ENV_REGION, settings.DEFAULT_REGION),
+            host=LOOPBACK,
+            port=ctx.ports["iceberg_rest"],
+        )
+        return ProcessSpec(
+            argv=[
+                "java", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                "-cp", f"{classes}:{settings.iceberg_rest_jar()}", LAUNCHER_CLASS,
+            ],
+            env=env,
+        )
+
+    def healthy(self, ctx: StackContext) -> bool:
+        url = f"{ctx.env[settings.ENV_CATALOG_URI]}/v1/config"
+        with urllib.request.urlopen(url, timeout=1) as resp:
+            return resp.status == 200 and "defaults" in json.loads(resp.read())
+
+    def startup_timeout(self) -> float:
+        return 90.0

@@ -1,0 +1,73 @@
+"""MinIO, built from its Go module at the pinned release, as the S3 server."""
+
+from __future__ import annotations
+
+import urllib.request
+
+import boto3
+from botocore.config import Config
+
+from cdclab import settings
+from cdclab.services.base import LOOPBACK, ProcessSpec, Service, ServiceError, StackContext
+
+
+def s3_client(env: dict[str, str]):
+    """A boto3 S3 client for the stack's MinIO (path-style, as MinIO wants)."""
+    return boto3.client(
+        "s3",
+        endpoint_url=env[settings.ENV_S3_ENDPOINT],
+        aws_access_key_id=env[settings.ENV_ACCESS_KEY],
+        aws_secret_access_key=env[settings.ENV_SECRET_KEY],
+        region_name=env.get(settings.ENV_REGION, settings.DEFAULT_REGION),
+        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 3}),
+    )
+
+
+class MinioService(Service):
+    name = "minio"
+    port_names = ("minio", "minio_console")
+
+    def prepare(self, ctx: StackContext) -> None:
+        if not settings.minio_binary().exists():
+            raise ServiceError(
+                f"MinIO binary not found at {settings.minio_binary()}. Run `make setup` "
+                "(scripts/bootstrap.sh builds it from its Go module)."
+            )
+        ctx.env[settings.ENV_S3_ENDPOINT] = f"http://{LOOPBACK}:{ctx.ports['minio']}"
+        ctx.env.setdefault(settings.ENV_REGION, settings.DEFAULT_REGION)
+
+    def process(self, ctx: StackContext) -> ProcessSpec:
+        data = ctx.service_dir("minio") / "data"
+        data.mkdir(exist_ok=True)
+        return ProcessSpec(
+            argv=[
+                str(settings.minio_binary()), "server", str(data),
+                "--address", f"{LOOPBACK}:{ctx.ports['minio']}",
+                "--console-address", f"{LOOPBACK}:{ctx.ports['minio_console']}",
+            ],
+            env={
+                "MINIO_ROOT_USER": ctx.env[settings.ENV_ACCESS_KEY],
+                "MINIO_ROOT_PASSWORD": ctx.env[settings.ENV_SECRET_KEY],
+                "MINIO_UPDATE": "off",
+                "MINIO_BROWSER_REDIRECT": "off",
+            },
+        )
+
+    def healthy(self, ctx: StackContext) -> bool:
+        url = f"http://{LOOPBACK}:{ctx.ports['minio']}/minio/health/live"
+        with urllib.request.urlopen(url, timeout=1) as resp:
+            return resp.status == 200
+
+    def after_start(self, ctx: StackContext) -> None:
+        lake = settings.load_pipeline().lake
+        s3 = s3_client(ctx.env)
+        existing = {b["Name"] for b in s3.list_buckets().get("Buckets", [])}
+        for bucket in (lake.bronze_bucket, lake.silver_bucket, lake.scripts_bucket):
+            if bucket not in existing:
+                s3.create_bucket(Bucket=bucket)
+
+    def address(self, ctx: StackContext) -> str:
+        return (
+            f"http://{LOOPBACK}:{ctx.ports['minio']} "
+            f"(console http://{LOOPBACK}:{ctx.ports['minio_console']})"
+        )

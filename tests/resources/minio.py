@@ -1,0 +1,31 @@
+"""Test resource: a real MinIO server; yields the settings to reach it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from cdclab import credentials, settings
+from cdclab.services.base import StackContext, start_service
+from cdclab.services.minio import MinioService, s3_client
+from tests.resources.stack_dirs import temp_state_dir
+
+
+@pytest.fixture(scope="session")
+def minio() -> Iterator[dict]:
+    with temp_state_dir("minio") as state:
+        ctx = StackContext(state_dir=state, env=credentials.generate())
+        running = start_service(MinioService(), ctx)
+        try:
+            yield {
+                "endpoint": ctx.env[settings.ENV_S3_ENDPOINT],
+                "access_key": ctx.env[settings.ENV_ACCESS_KEY],
+                "secret_key": ctx.env[settings.ENV_SECRET_KEY],
+                "region": ctx.env[settings.ENV_REGION],
+                "env": dict(ctx.env),  # the settings.ENV_* keys, ready for os.environ
+                "s3": s3_client(ctx.env),
+                "ctx": ctx,
+            }
+        finally:
+            running.stop()
