@@ -1,0 +1,1 @@
+"""DMS-format CDC emitter: PostgreSQL logical replication -> AWS DMS S3-target CSV files."""

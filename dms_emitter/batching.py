@@ -1,0 +1,73 @@
+"""Pure batcher: groups whole transactions into files like DMS CdcMaxBatchInterval/CdcMinFileSize.
+
+A batch closes at a transaction boundary once its oldest transaction has waited
+`interval_s` or its size reached `size_bytes`. Transactions are added whole, so a file
+never holds part of a transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Transaction:
+    commit_lsn: int
+    end_lsn: int  # confirming this LSN releases the transaction from the slot
+    lines: tuple[str, ...]  # encoded CSV rows
+    size: int  # bytes of `lines` (UTF-8)
+
+    @classmethod
+    def of(cls, commit_lsn: int, end_lsn: int, lines: list[str]) -> Transaction:
+        return cls(commit_lsn, end_lsn, tuple(lines), sum(len(s.encode()) for s in lines))
+
+
+@dataclass
+class Batch:
+    transactions: list[Transaction] = field(default_factory=list)
+    size: int = 0
+    opened_at: float = 0.0
+
+    @property
+    def end_lsn(self) -> int:
+        return self.transactions[-1].end_lsn
+
+    @property
+    def lines(self) -> list[str]:
+        return [line for t in self.transactions for line in t.lines]
+
+
+class Batcher:
+    def __init__(self, interval_s: float, size_bytes: int) -> None:
+        if interval_s <= 0 or size_bytes <= 0:
+            raise ValueError(f"batch interval ({interval_s}s) and size ({size_bytes} bytes) "
+                             "must be positive")
+        self.interval_s = interval_s
+        self.size_bytes = size_bytes
+        self._batch = Batch()
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._batch.transactions)
+
+    def add(self, txn: Transaction, now: float) -> None:
+        if not self._batch.transactions:
+            self._batch.opened_at = now
+        self._batch.transactions.append(txn)
+        self._batch.size += txn.size
+
+    def ready(self, now: float) -> bool:
+        b = self._batch
+        return bool(b.transactions) and (
+            b.size >= self.size_bytes or now - b.opened_at >= self.interval_s
+        )
+
+    def seconds_until_due(self, now: float) -> float | None:
+        """How long the caller may block before `ready` can turn true by time alone."""
+        if not self._batch.transactions:
+            return None
+        return max(0.0, self._batch.opened_at + self.interval_s - now)
+
+    def take(self) -> Batch:
+        batch, self._batch = self._batch, Batch()
+        return batch

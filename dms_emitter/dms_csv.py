@@ -1,0 +1,204 @@
+"""Pure encoder/decoder for the AWS DMS S3-target CSV format (pipeline.toml [dms]).
+
+Columns: Op, <timestamp column>, <table columns in table order>, <change_seq column>.
+RFC 4180 quoting; NULL is an empty unquoted field and an empty string is `""`, so the
+two stay distinct through the round trip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from cdclab.settings import DmsSettings
+
+OP_INSERT, OP_UPDATE, OP_DELETE = "I", "U", "D"
+OPS = (OP_INSERT, OP_UPDATE, OP_DELETE)
+OP_COLUMN = "Op"
+_CDC_NAME_FORMAT = "%Y%m%d-%H%M%S"
+
+
+class DmsCsvError(ValueError):
+    """Malformed DMS CSV; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class CsvFormat:
+    timestamp_column: str = "last_updated_ts"
+    change_seq_column: str = "change_seq"
+    delimiter: str = ","
+    row_delimiter: str = "\n"
+
+    @classmethod
+    def from_settings(cls, dms: DmsSettings) -> CsvFormat:
+        if dms.csv_null_value != "":
+            raise ValueError(
+                f"pipeline.toml [dms] csv_null_value={dms.csv_null_value!r}: only '' is supported"
+            )
+        if len(dms.csv_delimiter) != 1 or dms.csv_row_delimiter not in ("\n", "\r\n"):
+            raise ValueError("pipeline.toml [dms]: csv_delimiter must be one character and "
+                             "csv_row_delimiter '\\n' or '\\r\\n'")
+        return cls(dms.timestamp_column_name, dms.change_seq_column, dms.csv_delimiter,
+                   dms.csv_row_delimiter)
+
+    def header(self, columns: Sequence[str]) -> list[str]:
+        return [OP_COLUMN, self.timestamp_column, *columns, self.change_seq_column]
+
+
+@dataclass(frozen=True)
+class DmsRow:
+    op: str
+    ts: datetime  # UTC: commit time (CDC) or load time (full load)
+    values: tuple[str | None, ...]  # table columns, text form, None = NULL
+    change_seq: str
+
+
+def format_ts(moment: datetime) -> str:
+    """yyyy-MM-dd HH:mm:ss.SSSSSS in UTC."""
+    if moment.tzinfo is None:
+        raise ValueError(f"timestamp {moment!r} has no time zone; DMS files are in UTC")
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def encode_field(value: str | None, fmt: CsvFormat = CsvFormat()) -> str:
+    if value is None:
+        return ""
+    if value == "" or any(c in value for c in (fmt.delimiter, '"', "\r", "\n")):
+        return '"' + value.replace('"', '""') + '"'
+    return value
+
+
+def encode_line(fields: Iterable[str | None], fmt: CsvFormat = CsvFormat()) -> str:
+    return fmt.delimiter.join(encode_field(v, fmt) for v in fields) + fmt.row_delimiter
+
+
+def encode_row(row: DmsRow, fmt: CsvFormat = CsvFormat()) -> str:
+    if row.op not in OPS:
+        raise ValueError(f"unknown DMS Op {row.op!r} (expected one of {OPS})")
+    return encode_line([row.op, format_ts(row.ts), *row.values, row.change_seq], fmt)
+
+
+def encode_file(columns: Sequence[str], lines: Iterable[str], fmt: CsvFormat = CsvFormat()) -> str:
+    """A whole file: header row, then already-encoded row lines."""
+    return encode_line(fmt.header(columns), fmt) + "".join(lines)
+
+
+def chunk_lines(lines: Iterable[str], max_bytes: int) -> Iterator[list[str]]:
+    """Groups of lines of at most max_bytes (UTF-8) each; a longer line gets its own group."""
+    group: list[str] = []
+    size = 0
+    for line in lines:
+        n = len(line.encode("utf-8"))
+        if group and size + n > max_bytes:
+            yield group
+            group, size = [], 0
+        group.append(line)
+        size += n
+    if group:
+        yield group
+
+
+def load_file_name(number: int) -> str:
+    return f"LOAD{number:08d}.csv"
+
+
+def cdc_file_name(moment: datetime, previous: str | None = None) -> str:
+    """yyyyMMdd-HHmmssSSS.csv (UTC); bumps the millisecond until it sorts after `previous`."""
+    moment = moment.astimezone(UTC)
+    millis = moment.replace(microsecond=(moment.microsecond // 1000) * 1000)
+    while True:
+        name = f"{millis.strftime(_CDC_NAME_FORMAT)}{millis.microsecond // 1000:03d}.csv"
+        if previous is None or name > previous:
+            return name
+        millis += timedelta(milliseconds=1)
+
+
+# --- parsing --------------------------------------------------------------------------
+def parse_records(
+    text: str, source: str = "<text>", delimiter: str = ","
+) -> list[tuple[int, list[str | None]]]:
+    """RFC 4180 records as (first line number, fields); unquoted empty field -> None."""
+    records: list[tuple[int, list[str | None]]] = []
+    pos, line, n = 0, 1, len(text)
+    while pos < n:
+        start_line = line
+        fields: list[str | None] = []
+        while True:
+            if pos < n and text[pos] == '"':
+                pos += 1
+                parts: list[str] = []
+                while True:
+                    close = text.find('"', pos)
+                    if close < 0:
+                        raise DmsCsvError(
+                            f"{source}:{start_line}: quoted field never closed (starts on line "
+                            f"{line})"
+                        )
+                    parts.append(text[pos:close])
+                    line += text.count("\n", pos, close)
+                    pos = close + 1
+                    if pos < n and text[pos] == '"':
+                        parts.append('"')
+                        pos += 1
+                        continue
+                    break
+                fields.append("".join(parts))
+                if pos < n and text[pos] not in (delimiter, "\n", "\r"):
+                    raise DmsCsvError(f"{source}:{line}: unexpected {text[pos]!r} after a "
+                                      "closing quote")
+            else:
+                end = pos
+                while end < n and text[end] not in (delimiter, "\n", '"'):
+                    end += 1
+                if end < n and text[end] == '"':
+                    raise DmsCsvError(f"{source}:{line}: stray quote inside an unquoted field")
+                raw = text[pos:end]
+                if raw.endswith("\r") and (end == n or text[end] == "\n"):
+                    raw = raw[:-1]  # CRLF row delimiter
+                fields.append(raw if raw else None)
+                pos = end
+            if pos < n and text[pos] == "\r" and pos + 1 < n and text[pos + 1] == "\n":
+                pos += 1
+            if pos >= n:
+                break
+            if text[pos] == delimiter:
+                pos += 1
+                continue
+            if text[pos] == "\n":
+                pos += 1
+                line += 1
+                break
+            raise DmsCsvError(f"{source}:{line}: unexpected {text[pos]!r}")
+        records.append((start_line, fields))
+    return records
+
+
+def parse_dms_csv(
+    text: str, source: str = "<text>", fmt: CsvFormat = CsvFormat()
+) -> list[dict[str, str | None]]:
+    """Rows of a DMS CSV file (with header) as dicts by column name; None is NULL."""
+    records = parse_records(text, source, fmt.delimiter)
+    if not records:
+        raise DmsCsvError(f"{source}:1: empty file, expected a header row")
+    _, header = records[0]
+    names = [h or "" for h in header]
+    if len(names) < 3 or names[0] != OP_COLUMN or names[-1] != fmt.change_seq_column:
+        raise DmsCsvError(
+            f"{source}:1: header {names!r} must start with {OP_COLUMN!r} and end with "
+            f"{fmt.change_seq_column!r}"
+        )
+    rows = []
+    for line, fields in records[1:]:
+        if len(fields) != len(names):
+            raise DmsCsvError(
+                f"{source}:{line}: {len(fields)} fields, header has {len(names)}"
+            )
+        if fields[0] not in OPS:
+            raise DmsCsvError(f"{source}:{line}: unknown Op {fields[0]!r}")
+        rows.append(dict(zip(names, fields, strict=True)))
+    return rows
+
+
+def parse_ts(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=UTC)

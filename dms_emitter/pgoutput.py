@@ -1,0 +1,308 @@
+"""Pure decoder for PostgreSQL's pgoutput logical replication protocol (version 1).
+
+Also frames the streaming-replication CopyData envelope (XLogData 'w', keepalive 'k')
+and builds standby status updates ('r'), so the I/O adapter only moves bytes.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+class DecodeError(ValueError):
+    """Malformed bytes; the message names the message type and the byte offset."""
+
+
+class _Unchanged:
+    """Sentinel: an unchanged TOASTed value ('u'), sent without its data."""
+
+    _instance: _Unchanged | None = None
+
+    def __new__(cls) -> _Unchanged:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNCHANGED_TOAST"
+
+
+UNCHANGED_TOAST = _Unchanged()
+Value = str | bytes | None | _Unchanged  # 't' text, 'b' binary, 'n' NULL, 'u' unchanged
+TupleData = tuple[Value, ...]
+
+
+@dataclass(frozen=True)
+class Begin:
+    final_lsn: int
+    commit_ts: int  # microseconds since 2000-01-01 UTC
+    xid: int
+
+
+@dataclass(frozen=True)
+class Commit:
+    flags: int
+    commit_lsn: int
+    end_lsn: int
+    commit_ts: int
+
+
+@dataclass(frozen=True)
+class Origin:
+    commit_lsn: int
+    name: str
+
+
+@dataclass(frozen=True)
+class Column:
+    flags: int  # 1 = part of the key
+    name: str
+    type_oid: int
+    type_modifier: int
+
+
+@dataclass(frozen=True)
+class Relation:
+    oid: int
+    namespace: str
+    name: str
+    replica_identity: str  # d default, n nothing, f full, i index
+    columns: tuple[Column, ...]
+
+
+@dataclass(frozen=True)
+class Type:
+    oid: int
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Insert:
+    relation_oid: int
+    new: TupleData
+
+
+@dataclass(frozen=True)
+class Update:
+    relation_oid: int
+    old_kind: str | None  # 'K' key only, 'O' full old row, None absent
+    old: TupleData | None
+    new: TupleData
+
+
+@dataclass(frozen=True)
+class Delete:
+    relation_oid: int
+    old_kind: str  # 'K' or 'O'
+    old: TupleData
+
+
+@dataclass(frozen=True)
+class Truncate:
+    options: int
+    relation_oids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Message:
+    flags: int
+    lsn: int
+    prefix: str
+    content: bytes
+
+
+PgOutputMessage = (
+    Begin | Commit | Origin | Relation | Type | Insert | Update | Delete | Truncate | Message
+)
+
+_NAMES = {
+    "B": "Begin", "C": "Commit", "O": "Origin", "R": "Relation", "Y": "Type", "I": "Insert",
+    "U": "Update", "D": "Delete", "T": "Truncate", "M": "Message",
+}
+
+
+class _Reader:
+    def __init__(self, data: bytes, what: str) -> None:
+        self.data = data
+        self.pos = 0
+        self.what = what
+
+    def fail(self, why: str, at: int | None = None) -> DecodeError:
+        offset = self.pos if at is None else at
+        return DecodeError(f"malformed {self.what} message at byte offset {offset}: {why}")
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > len(self.data):
+            raise self.fail(f"needs {n} more bytes, {len(self.data) - self.pos} left")
+        chunk = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return chunk
+
+    def unpack(self, fmt: str) -> int:
+        return struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
+
+    def byte(self) -> str:
+        return chr(self.take(1)[0])
+
+    def string(self) -> str:
+        end = self.data.find(b"\0", self.pos)
+        if end < 0:
+            raise self.fail("unterminated string")
+        start, self.pos = self.pos, end + 1
+        try:
+            return self.data[start:end].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise self.fail(f"invalid UTF-8 in string ({exc.reason})", start) from None
+
+    def tuple_data(self) -> TupleData:
+        values: list[Value] = []
+        for _ in range(self.unpack(">h")):
+            at = self.pos
+            kind = self.byte()
+            if kind == "n":
+                values.append(None)
+            elif kind == "u":
+                values.append(UNCHANGED_TOAST)
+            elif kind in "tb":
+                raw = self.take(self.unpack(">i"))
+                if kind == "b":
+                    values.append(raw)
+                    continue
+                try:
+                    values.append(raw.decode("utf-8"))
+                except UnicodeDecodeError as exc:
+                    raise self.fail(f"invalid UTF-8 in text value ({exc.reason})", at) from None
+            else:
+                raise self.fail(f"unknown tuple value kind {kind!r}", at)
+        return tuple(values)
+
+    def end(self) -> None:
+        if self.pos != len(self.data):
+            raise self.fail(f"{len(self.data) - self.pos} trailing bytes")
+
+
+def decode(data: bytes | memoryview) -> PgOutputMessage:
+    """Decode one pgoutput message (the payload of an XLogData record)."""
+    data = bytes(data)
+    if not data:
+        raise DecodeError("malformed message at byte offset 0: empty message")
+    tag = chr(data[0])
+    if tag not in _NAMES:
+        raise DecodeError(f"malformed message at byte offset 0: unknown message type {tag!r}")
+    r = _Reader(data, _NAMES[tag])
+    r.pos = 1
+    msg = _decode_body(tag, r)
+    r.end()
+    return msg
+
+
+def _decode_body(tag: str, r: _Reader) -> PgOutputMessage:
+    if tag == "B":
+        return Begin(r.unpack(">Q"), r.unpack(">q"), r.unpack(">I"))
+    if tag == "C":
+        return Commit(r.unpack(">B"), r.unpack(">Q"), r.unpack(">Q"), r.unpack(">q"))
+    if tag == "O":
+        return Origin(r.unpack(">Q"), r.string())
+    if tag == "R":
+        oid, namespace, name, identity = r.unpack(">I"), r.string(), r.string(), r.byte()
+        cols = tuple(
+            Column(r.unpack(">B"), r.string(), r.unpack(">I"), r.unpack(">i"))
+            for _ in range(r.unpack(">h"))
+        )
+        return Relation(oid, namespace, name, identity, cols)
+    if tag == "Y":
+        return Type(r.unpack(">I"), r.string(), r.string())
+    if tag == "I":
+        oid = r.unpack(">I")
+        _expect(r, "N")
+        return Insert(oid, r.tuple_data())
+    if tag == "U":
+        oid = r.unpack(">I")
+        at, kind = r.pos, r.byte()
+        old_kind, old = None, None
+        if kind in "KO":
+            old_kind, old = kind, r.tuple_data()
+            at, kind = r.pos, r.byte()
+        if kind != "N":
+            raise r.fail(f"expected 'N', 'K' or 'O', got {kind!r}", at)
+        return Update(oid, old_kind, old, r.tuple_data())
+    if tag == "D":
+        oid = r.unpack(">I")
+        at, kind = r.pos, r.byte()
+        if kind not in "KO":
+            raise r.fail(f"expected 'K' or 'O', got {kind!r}", at)
+        return Delete(oid, kind, r.tuple_data())
+    if tag == "T":
+        count, options = r.unpack(">I"), r.unpack(">B")
+        return Truncate(options, tuple(r.unpack(">I") for _ in range(count)))
+    # "M"
+    flags, lsn, prefix = r.unpack(">B"), r.unpack(">Q"), r.string()
+    return Message(flags, lsn, prefix, r.take(r.unpack(">I")))
+
+
+def _expect(r: _Reader, want: str) -> None:
+    at, got = r.pos, r.byte()
+    if got != want:
+        raise r.fail(f"expected {want!r}, got {got!r}", at)
+
+
+def pg_timestamp(micros: int) -> datetime:
+    """A pgoutput timestamp (µs since 2000-01-01 UTC) as an aware UTC datetime."""
+    return PG_EPOCH + timedelta(microseconds=micros)
+
+
+def to_pg_timestamp(moment: datetime) -> int:
+    delta = moment - PG_EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def format_lsn(lsn: int) -> str:
+    return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
+
+
+def parse_lsn(text: str) -> int:
+    hi, _, lo = text.partition("/")
+    try:
+        return (int(hi, 16) << 32) | int(lo, 16)
+    except ValueError:
+        raise ValueError(f"not an LSN: {text!r} (expected like '0/16B3748')") from None
+
+
+# --- the streaming replication envelope (CopyData payloads) --------------------------
+@dataclass(frozen=True)
+class XLogData:
+    start_lsn: int
+    end_lsn: int
+    send_time: int
+    payload: bytes
+
+
+@dataclass(frozen=True)
+class Keepalive:
+    end_lsn: int
+    send_time: int
+    reply_requested: bool
+
+
+def decode_copy_data(data: bytes | memoryview) -> XLogData | Keepalive:
+    data = bytes(data)
+    what = {"w": "XLogData", "k": "keepalive"}.get(chr(data[0]) if data else "", "CopyData")
+    r = _Reader(data, what)
+    tag = r.byte() if data else ""
+    if tag == "w":
+        return XLogData(r.unpack(">Q"), r.unpack(">Q"), r.unpack(">q"), data[r.pos :])
+    if tag == "k":
+        msg = Keepalive(r.unpack(">Q"), r.unpack(">q"), r.unpack(">B") == 1)
+        r.end()
+        return msg
+    raise DecodeError(f"malformed CopyData at byte offset 0: unknown type {tag!r}")
+
+
+def standby_status(flush_lsn: int, now_ts: int, reply: bool = False) -> bytes:
+    """'r' standby status update: written = flushed = applied = flush_lsn."""
+    return b"r" + struct.pack(">QQQqB", flush_lsn, flush_lsn, flush_lsn, now_ts, int(reply))
