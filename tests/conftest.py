@@ -4,6 +4,14 @@ from __future__ import annotations
 
 import importlib.util
 
+from hypothesis import HealthCheck, settings
+
+# Speed is measured by bench/, never by tests: no per-example deadline (CI shares 2 cores).
+settings.register_profile(
+    "cdclab", deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=100
+)
+settings.load_profile("cdclab")
+
 _RESOURCES = ["minio", "iceberg_rest", "postgres", "stack"]
 
 pytest_plugins = [

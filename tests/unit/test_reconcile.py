@@ -1,0 +1,77 @@
+"""Reconcile's pure comparison: what counts as equal, and what gets reported."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cdclab.reconcile import MAX_REPORTED_KEYS, compare, expected_silver
+
+source_row = st.fixed_dictionaries(
+    {
+        "url": st.none() | st.text(max_size=20),
+        "name": st.none() | st.text(max_size=20),
+        "since": st.none() | st.dates(min_value=date(2008, 1, 1)),
+        "location": st.none() | st.text(max_size=30),
+        "response_time": st.none() | st.text(max_size=10),
+        "response_rate": st.none() | st.text(max_size=5),
+    }
+)
+tables = st.dictionaries(st.integers(1, 10_000), source_row, max_size=40).map(
+    lambda d: [{"id": k, **v} for k, v in d.items()]
+)
+
+
+def test_location_is_split_at_the_first_comma() -> None:
+    rows = [
+        {"id": 1, "url": "u", "name": "n", "since": date(2020, 1, 2),
+         "location": "Washington, D.C., United States", "response_time": None,
+         "response_rate": "90%"},
+        {"id": 2, "url": None, "name": None, "since": None, "location": "Nowhere",
+         "response_time": None, "response_rate": None},
+        {"id": 3, "url": None, "name": None, "since": None, "location": None,
+         "response_time": None, "response_rate": None},
+    ]
+    exp = expected_silver(rows)
+    assert exp[1][4:6] == ("Washington", "D.C., United States")
+    assert exp[2][4:6] == ("Nowhere", None)
+    assert exp[3][4:6] == (None, None)
+
+
+@given(tables)
+def test_a_table_equals_itself(rows: list[dict]) -> None:
+    exp = expected_silver(rows)
+    result = compare(exp, dict(exp))
+    assert result.equal and result.source_rows == result.silver_rows == len(rows)
+    assert result.mismatching_keys == []
+
+
+@given(tables, st.data())
+def test_every_difference_is_found(rows: list[dict], data: st.DataObject) -> None:
+    exp = expected_silver(rows)
+    actual = dict(exp)
+    touched: set[int] = set()
+    for key in data.draw(st.lists(st.sampled_from(sorted(exp)), max_size=5)) if exp else []:
+        actual.pop(key, None)  # missing in silver
+        touched.add(key)
+    extra = data.draw(st.sets(st.integers(20_000, 30_000), max_size=3))
+    for key in extra:
+        actual[key] = (key,) + (None,) * 7
+    touched |= extra
+    result = compare(exp, actual)
+    assert result.equal == (not touched)
+    assert result.mismatching_keys == sorted(touched)[:MAX_REPORTED_KEYS]
+    assert result.missing_in_silver + result.extra_in_silver == len(touched)
+
+
+def test_a_changed_value_is_reported_with_an_example() -> None:
+    rows = [{"id": 7, "url": "a", "name": "Zoë, \"the\" host", "since": None,
+             "location": "Köln, Germany", "response_time": None, "response_rate": None}]
+    exp = expected_silver(rows)
+    actual = {7: exp[7][:1] + ("b",) + exp[7][2:]}
+    result = compare(exp, actual)
+    assert not result.equal and result.different == 1 and result.mismatching_keys == [7]
+    assert result.examples[0]["source"]["url"] == "a"
+    assert result.examples[0]["silver"]["url"] == "b"
