@@ -39,11 +39,10 @@ def all_services() -> list[Service]:
     """Every service in start order (infrastructure first, then the pipeline)."""
     from cdclab.services.emitter import EmitterService
     from cdclab.services.glue_api import GlueApiService
-    from cdclab.services.watcher import WatcherService
-
     from cdclab.services.iceberg_rest import IcebergRestService
     from cdclab.services.minio import MinioService
     from cdclab.services.postgres import PostgresService
+    from cdclab.services.watcher import WatcherService
 
     return [
         PostgresService(),

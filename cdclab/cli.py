@@ -1,0 +1,220 @@
+"""`cdclab`: run, inspect and check the local CDC pipeline."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+from cdclab import settings
+from cdclab.services.base import ServiceError
+
+
+def say(msg: str) -> None:
+    print(f"cdclab: {msg}", flush=True)
+
+
+def _stack():
+    from cdclab.supervisor import Stack
+
+    return Stack(progress=say)
+
+
+def _require_running(stack, *names: str) -> dict[str, str]:
+    missing = [n for n in names if stack.pid_of(n) is None]
+    if missing:
+        raise ServiceError(f"not running: {', '.join(missing)}. Start the stack with `cdclab up`.")
+    return stack.env()
+
+
+# --- commands ---------------------------------------------------------------------------
+def cmd_up(args: argparse.Namespace) -> int:
+    from cdclab.setup import setup_lake
+
+    stack = _stack()
+    start = time.monotonic()
+    names = args.only or None
+    stack.up(names)
+    if stack.pid_of("glue") is not None and stack.pid_of("minio") is not None:
+        setup_lake(stack.env(), progress=say)
+    say(f"stack up in {time.monotonic() - start:.1f}s; state in {stack.state_dir}")
+    say(f"environment for scripts: source {stack.state_dir / 'cdclab.env'}")
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    stack = _stack()
+    stack.down(args.only or None)
+    say("stack stopped")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    stack = _stack()
+    statuses = stack.status()
+    env = stack.env()
+    if args.json:
+        print(json.dumps({
+            "state_dir": str(stack.state_dir),
+            "services": [s.__dict__ for s in statuses],
+            "postgres_dsn": env.get(settings.ENV_PG_DSN),
+            "s3_endpoint": env.get(settings.ENV_S3_ENDPOINT),
+            "glue_endpoint": env.get(settings.ENV_GLUE_ENDPOINT),
+            "catalog_uri": env.get(settings.ENV_CATALOG_URI),
+            "env_file": str(stack.state_dir / "cdclab.env"),
+        }, indent=2))
+    else:
+        print(f"{'service':<14}{'state':<10}{'health':<10}{'pid':<9}address")
+        for s in statuses:
+            state = "running" if s.running else "stopped"
+            health = ("healthy" if s.healthy else "unhealthy") if s.running else "-"
+            print(f"{s.name:<14}{state:<10}{health:<10}{s.pid or '-'!s:<9}{s.address}")
+        if env.get(settings.ENV_PG_DSN):
+            print(f"\npostgres: {env[settings.ENV_PG_DSN]}")
+            print(f"s3:       {env.get(settings.ENV_S3_ENDPOINT)}")
+    all_up = all(s.running and s.healthy for s in statuses)
+    return 0 if all_up else 3
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    stack = _stack()
+    logs = stack.state_dir / "logs"
+    names = [args.service] if args.service else sorted(p.stem for p in logs.glob("*.log"))
+    if not names:
+        say(f"no logs yet in {logs}")
+        return 1
+    files = [str(logs / f"{n}.log") for n in names]
+    cmd = ["tail", "-n", str(args.lines), *(["-F"] if args.follow else []), *files]
+    try:
+        return subprocess.call(cmd)
+    except KeyboardInterrupt:
+        return 0
+
+
+def cmd_seed(args: argparse.Namespace) -> int:
+    import psycopg
+
+    from cdclab.sample_data import seed
+
+    env = _require_running(_stack(), "postgres")
+    with psycopg.connect(env[settings.ENV_PG_DSN]) as conn:
+        count = seed(conn, args.rows, seed=args.seed)
+    say(f"seeded {count} hosts into {settings.load_pipeline().source.table}")
+    return 0
+
+
+def cmd_workload(args: argparse.Namespace) -> int:
+    from cdclab.workload import run_workload
+
+    env = _require_running(_stack(), "postgres")
+    report = run_workload(
+        env[settings.ENV_PG_DSN], duration=args.duration, rate=args.rate, seed=args.seed,
+        progress=say,
+    )
+    say(f"workload done: {report}")
+    return 0
+
+
+def cmd_reconcile(args: argparse.Namespace) -> int:
+    from cdclab.reconcile import reconcile
+
+    env = _require_running(_stack(), "postgres", "minio", "iceberg-rest")
+    result = reconcile(env)
+    if args.json:
+        print(json.dumps(result.to_json(), default=str))
+    else:
+        verdict = "EQUAL" if result.equal else "NOT EQUAL"
+        print(f"silver vs source: {verdict} (source {result.source_rows} rows, "
+              f"silver {result.silver_rows} rows)")
+        if not result.equal:
+            print(f"  missing in silver {result.missing_in_silver}, extra in silver "
+                  f"{result.extra_in_silver}, different {result.different}")
+            print(f"  first mismatching ids: {result.mismatching_keys}")
+            for ex in result.examples:
+                print(f"  id {ex['id']}:\n    source {ex['source']}\n    silver {ex['silver']}")
+    return 0 if result.equal else 1
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from cdclab.demo import run_demo
+
+    return run_demo(rows=args.rows, duration=args.duration, rate=args.rate, fresh=args.fresh,
+                    keep_running=not args.stop, progress=say)
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    for key, value in sorted(_stack().env().items()):
+        print(f"export {key}='{value}'")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cdclab", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("up", help="start the embedded stack (all services, or --only some)")
+    p.add_argument("--only", nargs="+", metavar="SERVICE")
+    p.set_defaults(func=cmd_up)
+    p = sub.add_parser("down", help="stop the services cdclab started")
+    p.add_argument("--only", nargs="+", metavar="SERVICE")
+    p.set_defaults(func=cmd_down)
+    p = sub.add_parser("status", help="each service with its address and health")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_status)
+    p = sub.add_parser("logs", help="show a service's log (all when none is named)")
+    p.add_argument("service", nargs="?")
+    p.add_argument("-f", "--follow", action="store_true")
+    p.add_argument("-n", "--lines", type=int, default=40)
+    p.set_defaults(func=cmd_logs)
+    p = sub.add_parser("seed", help="load realistic sample hosts into the source table")
+    p.add_argument("--rows", type=int, default=5000)
+    p.add_argument("--seed", type=int, default=42)
+    p.set_defaults(func=cmd_seed)
+    p = sub.add_parser("workload", help="run a randomized insert/update/delete workload")
+    p.add_argument("--duration", type=float, default=20.0, help="seconds")
+    p.add_argument("--rate", type=float, default=50.0, help="transactions per second")
+    p.add_argument("--seed", type=int, default=None)
+    p.set_defaults(func=cmd_workload)
+    p = sub.add_parser("reconcile", help="check that silver equals source (exit 1 if not)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_reconcile)
+    p = sub.add_parser("demo", help="the whole pipeline end to end, then reconcile")
+    p.add_argument("--rows", type=int, default=5000)
+    p.add_argument("--duration", type=float, default=20.0, help="workload seconds")
+    p.add_argument("--rate", type=float, default=40.0, help="workload transactions per second")
+    p.add_argument("--fresh", action="store_true", help="wipe the state dir first")
+    p.add_argument("--stop", action="store_true", help="stop the stack afterwards")
+    p.set_defaults(func=cmd_demo)
+    p = sub.add_parser("env", help="print the stack's configuration as shell exports")
+    p.set_defaults(func=cmd_env)
+    try:
+        from cdclab.deploy_cli import add_deploy_commands
+    except ImportError:  # the deploy profile is optional at import time
+        pass
+    else:
+        add_deploy_commands(sub)
+    try:
+        from cdclab.notebook import add_notebook_command
+    except ImportError:
+        pass
+    else:
+        add_notebook_command(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ServiceError as exc:
+        print(f"cdclab: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("cdclab: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

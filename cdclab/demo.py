@@ -1,0 +1,154 @@
+"""`cdclab demo`: the whole pipeline end to end, measured, then reconciled.
+
+up (infra) -> seed -> emitter (full load from the slot's snapshot) + watcher -> live
+workload -> drain -> reconcile -> summary. Exits 0 only if silver equals source.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from cdclab import settings
+from cdclab.drain import current_wal_lsn, job_runs, wait_for_drain
+from cdclab.supervisor import INFRA, PIPELINE, Stack
+
+METRICS_PREFIX = "CDCLAB_METRICS "
+
+
+def _source_rows(dsn: str) -> int:
+    import psycopg
+
+    src = settings.load_pipeline().source
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(f'SELECT count(*) FROM "{src.schema}"."{src.table}"').fetchone()[0]
+
+
+def run_metrics(state_dir: Path) -> list[dict]:
+    """The CDCLAB_METRICS line of every Glue run log."""
+    found = []
+    for log in sorted((state_dir / "logs" / "glue-runs").glob("*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            if line.startswith(METRICS_PREFIX):
+                found.append(json.loads(line[len(METRICS_PREFIX):]))
+    return found
+
+
+def latency_summary(metrics: list[dict]) -> dict:
+    """Commit-to-silver latency over every applied CDC change of every run."""
+    samples: list[float] = []
+    for m in metrics:
+        samples.extend(m.get("latency_seconds", {}).get("samples", []))
+    if not samples:
+        return {"count": 0}
+    samples.sort()
+    q = statistics.quantiles(samples, n=100, method="inclusive") if len(samples) > 1 else samples
+    return {
+        "count": len(samples),
+        "p50": round(statistics.median(samples), 3),
+        "p95": round(q[94] if len(samples) > 1 else samples[0], 3),
+        "max": round(samples[-1], 3),
+    }
+
+
+def run_demo(
+    *, rows: int, duration: float, rate: float, fresh: bool, keep_running: bool,
+    progress: Callable[[str], None],
+) -> int:
+    from cdclab.reconcile import reconcile
+    from cdclab.sample_data import seed
+    from cdclab.setup import setup_lake
+    from cdclab.workload import run_workload
+
+    t0 = time.monotonic()
+    state = settings.state_dir()
+    if fresh and state.exists():
+        progress(f"--fresh: stopping the stack and wiping {state}")
+        Stack(state, progress=progress).down()
+        shutil.rmtree(state)
+    stack = Stack(state, progress=progress)
+    timings: dict[str, float] = {}
+
+    progress("1/6 starting PostgreSQL, MinIO, Iceberg REST catalog, Glue API (warm Spark)")
+    stack.up(INFRA)
+    env = stack.env()
+    setup_lake(env, progress=progress)
+    timings["stack_up"] = time.monotonic() - t0
+
+    import psycopg
+
+    dsn = env[settings.ENV_PG_DSN]
+    existing = _source_rows(dsn)
+    if existing == 0:
+        progress(f"2/6 seeding {rows} sample hosts")
+        with psycopg.connect(dsn) as conn:
+            seed(conn, rows)
+    else:
+        progress(f"2/6 source already has {existing} hosts; not seeding")
+
+    progress("3/6 starting the DMS emitter (full load from the slot snapshot) and the watcher")
+    t = time.monotonic()
+    stack.up(PIPELINE)
+    timings["pipeline_up"] = time.monotonic() - t
+
+    progress(f"4/6 live workload: {duration:.0f}s at ~{rate:.0f} transactions/s")
+    t = time.monotonic()
+    report = run_workload(dsn, duration=duration, rate=rate, seed=None, progress=progress)
+    timings["workload"] = time.monotonic() - t
+    target = current_wal_lsn(dsn)
+
+    progress("5/6 waiting for the pipeline to drain")
+    timings["drain"] = wait_for_drain(env, target, progress=progress)
+
+    progress("6/6 reconciling silver with source")
+    t = time.monotonic()
+    result = reconcile(env)
+    timings["reconcile"] = time.monotonic() - t
+    timings["total"] = time.monotonic() - t0
+
+    runs = job_runs(env)
+    metrics = run_metrics(stack.state_dir)
+    latency = latency_summary(metrics)
+    summary = {
+        "equal": result.equal,
+        "source_rows": result.source_rows,
+        "silver_rows": result.silver_rows,
+        "mismatching_keys": result.mismatching_keys,
+        "workload": report if isinstance(report, dict) else str(report),
+        "glue_runs": {s: sum(r.state == s for r in runs) for s in sorted({r.state for r in runs})},
+        "commit_to_silver_seconds": latency,
+        "timings_seconds": {k: round(v, 1) for k, v in timings.items()},
+    }
+    _print_summary(summary)
+    (stack.state_dir / "demo-summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    if not keep_running:
+        stack.down()
+    else:
+        progress("the stack is still running: `cdclab status`, `cdclab down` to stop it")
+    return 0 if result.equal else 1
+
+
+def _print_summary(s: dict) -> None:
+    lat = s["commit_to_silver_seconds"]
+    verdict = "silver EQUALS source" if s["equal"] else "silver DIFFERS from source"
+    lines = [
+        "",
+        "cdclab demo — summary",
+        f"  result          {verdict} ({s['source_rows']} source rows, "
+        f"{s['silver_rows']} silver rows)",
+        f"  workload        {s['workload']}",
+        f"  Glue job runs   {s['glue_runs']}",
+    ]
+    if lat.get("count"):
+        lines.append(
+            f"  commit→silver   p50 {lat['p50']}s, p95 {lat['p95']}s, max {lat['max']}s "
+            f"over {lat['count']} CDC changes"
+        )
+    lines.append(f"  timings (s)     {s['timings_seconds']}")
+    if not s["equal"]:
+        lines.append(f"  mismatching ids {s['mismatching_keys']}")
+    print("\n".join(lines), flush=True)

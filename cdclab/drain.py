@@ -1,0 +1,126 @@
+"""Knowing when the pipeline has drained, from standard signals only.
+
+1. The emitter has confirmed the replication slot up to a target LSN. The slot advances
+   only after the file holding those changes is in S3, so every change is in bronze.
+2. A Glue run that started after the newest bronze object landed has SUCCEEDED and none
+   is running: that run listed every file (bookmarks skip only processed files).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from cdclab import settings
+
+
+@dataclass(frozen=True)
+class JobRun:
+    run_id: str
+    state: str
+    started_on: datetime
+    completed_on: datetime | None
+
+
+ACTIVE_STATES = ("STARTING", "RUNNING", "STOPPING", "WAITING")
+
+
+def bronze_processed(newest_object: datetime | None, runs: list[JobRun]) -> bool:
+    """Pure: has a successful run started after the newest object, with none active?"""
+    if any(r.state in ACTIVE_STATES for r in runs):
+        return False
+    if newest_object is None:
+        return True
+    return any(r.state == "SUCCEEDED" and r.started_on >= newest_object for r in runs)
+
+
+def lsn_to_int(lsn: str) -> int:
+    hi, lo = lsn.split("/")
+    return (int(hi, 16) << 32) | int(lo, 16)
+
+
+# --- I/O --------------------------------------------------------------------------------
+def current_wal_lsn(dsn: str) -> int:
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        return lsn_to_int(conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0])
+
+
+def slot_confirmed_lsn(dsn: str) -> int | None:
+    import psycopg
+
+    slot = settings.load_pipeline().source.slot
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(
+            "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = %s",
+            (slot,),
+        ).fetchone()
+    return lsn_to_int(row[0]) if row and row[0] else None
+
+
+def newest_bronze_object(env: Mapping[str, str]) -> datetime | None:
+    from cdclab.services.minio import s3_client
+
+    p = settings.load_pipeline()
+    s3 = s3_client(dict(env))
+    newest = None
+    for page in s3.get_paginator("list_objects_v2").paginate(
+        Bucket=p.lake.bronze_bucket, Prefix=p.bronze_prefix + "/"
+    ):
+        for obj in page.get("Contents", []):
+            if newest is None or obj["LastModified"] > newest:
+                newest = obj["LastModified"]
+    return newest
+
+
+def job_runs(env: Mapping[str, str]) -> list[JobRun]:
+    import boto3
+
+    glue = boto3.client(
+        "glue",
+        endpoint_url=env[settings.ENV_GLUE_ENDPOINT],
+        region_name=env.get(settings.ENV_REGION, settings.DEFAULT_REGION),
+        aws_access_key_id=env[settings.ENV_ACCESS_KEY],
+        aws_secret_access_key=env[settings.ENV_SECRET_KEY],
+    )
+    name = settings.load_pipeline().glue_job.name
+    runs: list[JobRun] = []
+    for page in glue.get_paginator("get_job_runs").paginate(JobName=name):
+        for r in page["JobRuns"]:
+            runs.append(JobRun(r["Id"], r["JobRunState"], r["StartedOn"], r.get("CompletedOn")))
+    return runs
+
+
+def wait_for_drain(
+    env: Mapping[str, str],
+    target_lsn: int,
+    *,
+    timeout: float = 600,
+    progress: Callable[[str], None] = lambda _msg: None,
+) -> float:
+    """Block until both drain conditions hold; returns seconds waited."""
+    dsn = env[settings.ENV_PG_DSN]
+    start = time.monotonic()
+    last_report = 0.0
+    while True:
+        confirmed = slot_confirmed_lsn(dsn) or 0
+        emitted = confirmed >= target_lsn
+        processed = emitted and bronze_processed(newest_bronze_object(env), job_runs(env))
+        if emitted and processed:
+            return time.monotonic() - start
+        waited = time.monotonic() - start
+        if waited > timeout:
+            raise TimeoutError(
+                f"pipeline did not drain within {timeout:.0f}s "
+                f"(slot confirmed {'up to target' if emitted else 'behind target'}, "
+                f"bronze {'processed' if processed else 'not yet processed'}); "
+                "see `cdclab logs emitter|watcher|glue`"
+            )
+        if waited - last_report >= 5:
+            last_report = waited
+            stage = "Glue job merging bronze files" if emitted else "emitter writing CDC files"
+            progress(f"draining: {stage} ({waited:.0f}s)")
+        time.sleep(0.5)
