@@ -306,3 +306,7 @@ def decode_copy_data(data: bytes | memoryview) -> XLogData | Keepalive:
 def standby_status(flush_lsn: int, now_ts: int, reply: bool = False) -> bytes:
     """'r' standby status update: written = flushed = applied = flush_lsn."""
     return b"r" + struct.pack(">QQQqB", flush_lsn, flush_lsn, flush_lsn, now_ts, int(reply))
+
+
+def to_pg_timestamp_now() -> int:
+    return to_pg_timestamp(datetime.now(UTC))

@@ -1,0 +1,25 @@
+"""The DMS-format CDC emitter as a supervised service (python -m dms_emitter)."""
+
+from __future__ import annotations
+
+from cdclab import settings
+from cdclab.services.base import ProcessSpec, Service, StackContext, python_module
+from dms_emitter.emitter import PHASE_STREAMING, read_state
+
+
+class EmitterService(Service):
+    name = "emitter"
+
+    def process(self, ctx: StackContext) -> ProcessSpec:
+        return ProcessSpec(argv=python_module("dms_emitter"), cwd=settings.REPO_ROOT,
+                           env={settings.ENV_STATE_DIR: str(ctx.state_dir)})
+
+    def healthy(self, ctx: StackContext) -> bool:
+        """Streaming: the full load is in the bucket and CDC is running."""
+        return read_state(ctx.state_dir / "emitter" / "state.json").get("phase") == PHASE_STREAMING
+
+    def address(self, ctx: StackContext) -> str:
+        return "-"
+
+    def startup_timeout(self) -> float:
+        return 300.0  # includes the full load

@@ -1,0 +1,210 @@
+"""The emitter loop: full load from the slot's snapshot, then CDC batches as DMS files.
+
+INVARIANT: the slot's confirmed flush LSN advances only after the file holding those
+changes is stored (put returned). A crash replays from the slot, never skips.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import psycopg
+
+from cdclab import settings
+from dms_emitter import pgoutput as pg
+from dms_emitter import replication as repl
+from dms_emitter.batching import Batcher
+from dms_emitter.change_seq import full_load_seq
+from dms_emitter.changes import ChangeBuilder
+from dms_emitter.dms_csv import (
+    OP_INSERT,
+    CsvFormat,
+    DmsRow,
+    cdc_file_name,
+    chunk_lines,
+    encode_file,
+    encode_row,
+    load_file_name,
+)
+from dms_emitter.sink import Sink
+
+PHASE_FULL_LOAD = "full_load"
+PHASE_STREAMING = "streaming"
+STATUS_INTERVAL_S = 10.0  # standby status even when idle (wal_sender_timeout is 60s)
+
+
+@dataclass(frozen=True)
+class EmitterConfig:
+    dsn: str
+    schema: str
+    table: str
+    key: str
+    slot: str
+    publication: str
+    state_path: Path
+    fmt: CsvFormat
+    interval_s: float
+    size_bytes: int
+    max_file_bytes: int
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> EmitterConfig:
+        env = dict(os.environ if env is None else env)
+        p = settings.load_pipeline()
+        dsn = env.get(settings.ENV_PG_DSN)
+        if not dsn:
+            raise SystemExit(f"dms_emitter: set {settings.ENV_PG_DSN} to the source DSN")
+        state = Path(env.get(settings.ENV_STATE_DIR, settings.state_dir()))
+        interval = float(env.get(settings.ENV_BATCH_INTERVAL,
+                                 p.dms.cdc_max_batch_interval_seconds))
+        size_kb = float(env.get(settings.ENV_BATCH_SIZE_KB, p.dms.cdc_min_file_size_kb))
+        return cls(dsn, p.source.schema, p.source.table, p.source.primary_key, p.source.slot,
+                   p.source.publication, state / "emitter" / "state.json",
+                   CsvFormat.from_settings(p.dms), interval, int(size_kb * 1024),
+                   p.dms.max_file_size_kb * 1024)
+
+
+def read_state(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+
+
+def write_state(path: Path, state: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=2))
+    tmp.replace(path)
+
+
+class Emitter:
+    def __init__(self, cfg: EmitterConfig, sink: Sink,
+                 log: Callable[[str], None] = lambda m: print(m, flush=True)) -> None:
+        self.cfg, self.sink, self.log = cfg, sink, log
+        self.stopping = False
+        self.state = read_state(cfg.state_path)
+        self.files = 0
+        self.changes = 0
+
+    def stop(self, *_args: object) -> None:
+        self.stopping = True
+
+    def save(self, **changes: object) -> None:
+        self.state.update(changes)
+        write_state(self.cfg.state_path, self.state)
+
+    # --- start-up and full load ------------------------------------------------------
+    def run(self) -> None:
+        cfg = self.cfg
+        with psycopg.connect(cfg.dsn, autocommit=True) as admin:
+            repl.ensure_publication(admin, cfg.publication, cfg.schema, cfg.table)
+            columns = repl.table_columns(admin, cfg.schema, cfg.table)
+            slot_lsn = repl.slot_confirmed_lsn(admin, cfg.slot)
+            if self.state.get("phase") != PHASE_STREAMING and slot_lsn is not None:
+                self.log(f"slot {cfg.slot} exists but the full load never finished: "
+                         "dropping it and starting over")
+                repl.drop_slot(admin, cfg.slot)
+            elif self.state.get("phase") == PHASE_STREAMING and slot_lsn is None:
+                raise SystemExit(
+                    f"dms_emitter: state {cfg.state_path} says streaming but slot {cfg.slot} "
+                    "is gone; changes may be lost. Delete the state file to redo the full load."
+                )
+        conn = repl.ReplicationConnection(cfg.dsn)
+        try:
+            if self.state.get("phase") != PHASE_STREAMING:
+                self.save(phase=PHASE_FULL_LOAD, last_file=None)
+                _, snapshot = conn.create_slot(cfg.slot)
+                self.full_load(snapshot, columns)
+                self.save(phase=PHASE_STREAMING)
+            self.stream(conn, columns)
+        finally:
+            conn.close()
+
+    def full_load(self, snapshot: str, columns: list[str]) -> None:
+        cfg = self.cfg
+        for stale in self.sink.names("LOAD"):
+            self.sink.delete(stale)  # from an interrupted earlier attempt
+        loaded_at = datetime.now(UTC)
+        rows = repl.snapshot_rows(cfg.dsn, snapshot, cfg.schema, cfg.table, columns, cfg.key)
+        lines = (encode_row(DmsRow(OP_INSERT, loaded_at, values, full_load_seq(n)), cfg.fmt)
+                 for n, values in enumerate(rows, start=1))
+        total = 0
+        for number, group in enumerate(chunk_lines(lines, cfg.max_file_bytes), start=1):
+            name = load_file_name(number)
+            self.sink.put(name, encode_file(columns, group, cfg.fmt).encode())
+            total += len(group)
+            self.log(f"full load: wrote {self.sink.describe(name)} ({len(group)} rows)")
+        self.log(f"full load done: {total} rows")
+
+    # --- streaming -------------------------------------------------------------------
+    def stream(self, conn: repl.ReplicationConnection, columns: list[str]) -> None:
+        cfg = self.cfg
+        with psycopg.connect(cfg.dsn, autocommit=True) as admin:
+            confirmed = repl.slot_confirmed_lsn(admin, cfg.slot) or 0
+        builder = ChangeBuilder(cfg.schema, cfg.table, [cfg.key], cfg.fmt, warn=self.log)
+        batcher = Batcher(cfg.interval_s, cfg.size_bytes)
+        conn.start(cfg.slot, cfg.publication)
+        self.log(f"streaming from slot {cfg.slot} at {pg.format_lsn(confirmed)}")
+        seen_end = confirmed  # end LSN of the last complete transaction received
+        last_status = time.monotonic()
+        while True:
+            now = time.monotonic()
+            due = batcher.seconds_until_due(now)
+            timeout = min(due if due is not None else 1.0, 1.0)
+            for item in ([] if self.stopping else conn.read(timeout)):
+                if isinstance(item, pg.Keepalive):
+                    if (not builder.in_transaction and not batcher.pending
+                            and item.end_lsn > seen_end):
+                        seen_end = item.end_lsn  # idle: all sent WAL is processed
+                    if item.reply_requested:
+                        conn.send_status(confirmed)
+                        last_status = time.monotonic()
+                    continue
+                txn = builder.feed(pg.decode(item.payload))
+                if txn is not None:
+                    seen_end = max(seen_end, txn.end_lsn)
+                    if txn.lines:
+                        batcher.add(txn, time.monotonic())
+            now = time.monotonic()
+            if batcher.pending and (batcher.ready(now) or self.stopping):
+                self.write_batch(batcher, builder.columns or tuple(columns))
+            if not batcher.pending and seen_end > confirmed:
+                confirmed = seen_end  # only now: every change up to here is in a stored file
+                conn.send_status(confirmed)
+                last_status = now
+            elif now - last_status >= STATUS_INTERVAL_S:
+                conn.send_status(confirmed)
+                last_status = now
+            if self.stopping:
+                self.log(f"stopped cleanly at {pg.format_lsn(confirmed)}")
+                return
+
+    def write_batch(self, batcher: Batcher, columns: tuple[str, ...] | list[str]) -> None:
+        batch = batcher.take()
+        name = cdc_file_name(datetime.now(UTC), self.state.get("last_file"))
+        lines = batch.lines
+        self.sink.put(name, encode_file(list(columns), lines, self.cfg.fmt).encode())
+        self.save(last_file=name)
+        self.files += 1
+        self.changes += len(lines)
+        self.log(f"wrote {self.sink.describe(name)}: {len(lines)} changes in "
+                 f"{len(batch.transactions)} transactions, up to LSN "
+                 f"{pg.format_lsn(batch.end_lsn)} (total {self.files} files, "
+                 f"{self.changes} changes)")
+
+
+def main() -> None:
+    from dms_emitter.sink import bronze_sink
+
+    emitter = Emitter(EmitterConfig.from_env(), bronze_sink())
+    signal.signal(signal.SIGTERM, emitter.stop)
+    signal.signal(signal.SIGINT, emitter.stop)
+    emitter.run()

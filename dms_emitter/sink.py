@@ -1,0 +1,83 @@
+"""Where DMS files go: the bronze bucket/prefix (boto3), or a local dir behind the same API."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Protocol
+
+from cdclab import settings
+
+
+class Sink(Protocol):
+    def put(self, name: str, body: bytes) -> None:
+        """Store one file durably; returns only once it is stored."""
+
+    def names(self, startswith: str = "") -> list[str]: ...
+
+    def delete(self, name: str) -> None: ...
+
+    def describe(self, name: str) -> str: ...
+
+
+class S3Sink:
+    """Files under s3://<bucket>/<prefix>/; endpoint from AWS_ENDPOINT_URL_S3 (boto3 reads it)."""
+
+    def __init__(self, bucket: str, prefix: str, client=None) -> None:
+        import boto3
+
+        self.bucket = bucket
+        self.prefix = prefix.strip("/")
+        self.client = client or boto3.client("s3")
+
+    def key(self, name: str) -> str:
+        return f"{self.prefix}/{name}"
+
+    def put(self, name: str, body: bytes) -> None:
+        self.client.put_object(Bucket=self.bucket, Key=self.key(name), Body=body,
+                               ContentType="text/csv")
+
+    def names(self, startswith: str = "") -> list[str]:
+        out: list[str] = []
+        pages = self.client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=self.key(startswith))
+        for page in pages:
+            out += [o["Key"][len(self.prefix) + 1 :] for o in page.get("Contents", [])]
+        return sorted(n for n in out if "/" not in n)
+
+    def delete(self, name: str) -> None:
+        self.client.delete_object(Bucket=self.bucket, Key=self.key(name))
+
+    def describe(self, name: str) -> str:
+        return f"s3://{self.bucket}/{self.key(name)}"
+
+
+class LocalDirSink:
+    """Same interface on a local directory (development without an S3 server)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+
+    def put(self, name: str, body: bytes) -> None:
+        tmp = self.root / f".{name}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(body)
+            f.flush()
+            os.fsync(f.fileno())
+        tmp.replace(self.root / name)
+
+    def names(self, startswith: str = "") -> list[str]:
+        return sorted(p.name for p in self.root.glob(f"{startswith}*") if p.is_file()
+                      and not p.name.startswith("."))
+
+    def delete(self, name: str) -> None:
+        (self.root / name).unlink(missing_ok=True)
+
+    def describe(self, name: str) -> str:
+        return str(self.root / name)
+
+
+def bronze_sink() -> S3Sink:
+    pipeline = settings.load_pipeline()
+    return S3Sink(pipeline.lake.bronze_bucket, pipeline.bronze_prefix)
