@@ -1,0 +1,48 @@
+"""`python -m lambda_shim`: watch the bronze prefix and invoke the Lambda handler."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import signal
+import threading
+
+import boto3
+from botocore.config import Config
+
+from cdclab import settings
+from lambda_shim import lambda_function, watch_logic
+from lambda_shim.watcher import Watcher, state_path
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m lambda_shim", description=__doc__)
+    ap.add_argument("--interval", type=float,
+                    default=float(os.environ.get(settings.ENV_WATCH_INTERVAL, "1.0")),
+                    help=f"listing period in seconds (env {settings.ENV_WATCH_INTERVAL})")
+    ap.add_argument("--full-scan-seconds", type=float, default=watch_logic.FULL_SCAN_SECONDS,
+                    help="period of a full re-list that catches out-of-order names")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+
+    p = settings.load_pipeline()
+    os.environ.setdefault("GLUE_JOB_NAME", p.glue_job.name)
+    region = os.environ.get(settings.ENV_REGION, settings.DEFAULT_REGION)
+    # endpoint from AWS_ENDPOINT_URL_S3 (boto3 reads it); path-style as MinIO wants
+    s3 = boto3.client("s3", region_name=region,
+                      config=Config(s3={"addressing_style": "path"}))
+    watcher = Watcher(
+        s3, p.lake.bronze_bucket, p.bronze_prefix + "/", state_path(settings.state_dir()),
+        lambda_function.lambda_handler, region=region, interval=args.interval,
+        full_scan_seconds=args.full_scan_seconds,
+    )
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with contextlib.suppress(KeyboardInterrupt):
+        watcher.run(stop)
+
+
+if __name__ == "__main__":
+    main()

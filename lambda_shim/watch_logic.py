@@ -1,0 +1,148 @@
+"""What the watcher decides, free of I/O: which listed objects are new, what is still
+pending, when to retry, and where the listing cursor stands.
+
+Invariant "no stranded files": an object stays pending until a handler invocation that
+includes it was accepted (a Glue run was started after the object landed). One accepted
+run covers every pending object, because they all landed before it started.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from lambda_shim.s3_events import S3Object
+
+BACKOFF_BASE_SECONDS = 0.5
+BACKOFF_CAP_SECONDS = 5.0
+FULL_SCAN_SECONDS = 30.0
+MAX_RECORDS_PER_EVENT = 100  # keeps one event well under Lambda's async payload limit
+RECENT_RUNS_KEPT = 20
+
+
+def is_time_named(key: str) -> bool:
+    """DMS CDC files are named yyyyMMdd-HHmmssSSS.csv and sort by time; LOAD files don't."""
+    return posixpath.basename(key)[:1].isdigit()
+
+
+def backoff_seconds(attempts: int, base: float = BACKOFF_BASE_SECONDS,
+                    cap: float = BACKOFF_CAP_SECONDS) -> float:
+    if attempts <= 0:
+        return 0.0
+    return min(cap, base * 2 ** (attempts - 1))
+
+
+@dataclass
+class WatchState:
+    # start-after key for incremental listing: the greatest time-named key seen.
+    # LOAD0000000N.csv sorts after every digit-named key, so it never moves the cursor
+    # and is re-listed each time (there are few of them); `seen` dedups.
+    cursor: str | None = None
+    seen: dict[str, str] = field(default_factory=dict)  # key -> etag (an overwrite is new)
+    pending: dict[str, S3Object] = field(default_factory=dict)
+    attempts: int = 0
+    next_attempt_at: float = 0.0
+    last_full_scan_at: float | None = None
+    last_error: str | None = None
+    recent_runs: list[dict] = field(default_factory=list)
+
+
+def full_scan_due(state: WatchState, now: float, period: float = FULL_SCAN_SECONDS) -> bool:
+    return state.last_full_scan_at is None or now - state.last_full_scan_at >= period
+
+
+def start_after(state: WatchState, full_scan: bool) -> str | None:
+    return None if full_scan else state.cursor
+
+
+def observe(state: WatchState, listed: Iterable[S3Object], now: float,
+            full_scan: bool = False) -> list[S3Object]:
+    """Record a listing; returns the objects not seen before (now pending)."""
+    new = []
+    for obj in listed:
+        if state.seen.get(obj.key) == obj.etag:
+            continue
+        state.seen[obj.key] = obj.etag
+        state.pending[obj.key] = obj
+        new.append(obj)
+        if is_time_named(obj.key) and (state.cursor is None or obj.key > state.cursor):
+            state.cursor = obj.key
+    if full_scan:
+        state.last_full_scan_at = now
+    return new
+
+
+def due(state: WatchState, now: float) -> bool:
+    return bool(state.pending) and now >= state.next_attempt_at
+
+
+def batch(state: WatchState, limit: int = MAX_RECORDS_PER_EVENT) -> list[S3Object]:
+    """The pending objects to put in the next event (oldest first)."""
+    objs = sorted(state.pending.values(), key=lambda o: (o.last_modified, o.key))
+    return objs[:limit]
+
+
+def record_accepted(state: WatchState, now: float, run_id: str | None,
+                    keys: list[str]) -> None:
+    state.pending.clear()
+    state.attempts = 0
+    state.next_attempt_at = 0.0
+    state.last_error = None
+    state.recent_runs.append({"run_id": run_id, "at": now, "keys": keys[:5], "n": len(keys)})
+    del state.recent_runs[:-RECENT_RUNS_KEPT]
+
+
+def record_rejected(state: WatchState, now: float, error: str) -> float:
+    """The handler raised: keep everything pending; returns when to try again."""
+    state.attempts += 1
+    state.next_attempt_at = now + backoff_seconds(state.attempts)
+    state.last_error = error
+    return state.next_attempt_at
+
+
+def next_wakeup(state: WatchState, now: float, interval: float) -> float:
+    """Seconds to sleep: the poll interval, or sooner when a retry is due."""
+    if state.pending:
+        return max(0.0, min(interval, state.next_attempt_at - now))
+    return interval
+
+
+# --- persistence shape (the adapter writes it as JSON) --------------------------------
+def _obj_to_dict(o: S3Object) -> dict:
+    return {"bucket": o.bucket, "key": o.key, "size": o.size, "etag": o.etag,
+            "last_modified": o.last_modified.isoformat()}
+
+
+def _obj_from_dict(d: dict) -> S3Object:
+    return S3Object(d["bucket"], d["key"], int(d["size"]), d["etag"],
+                    datetime.fromisoformat(d["last_modified"]))
+
+
+def to_dict(state: WatchState) -> dict:
+    return {
+        "cursor": state.cursor,
+        "seen": state.seen,
+        "pending": [_obj_to_dict(o) for o in state.pending.values()],
+        "attempts": state.attempts,
+        "next_attempt_at": state.next_attempt_at,
+        "last_full_scan_at": state.last_full_scan_at,
+        "last_error": state.last_error,
+        "recent_runs": state.recent_runs,
+    }
+
+
+def from_dict(d: dict) -> WatchState:
+    pending = [_obj_from_dict(x) for x in d.get("pending", [])]
+    return WatchState(
+        cursor=d.get("cursor"),
+        seen=dict(d.get("seen", {})),
+        pending={o.key: o for o in pending},
+        attempts=int(d.get("attempts", 0)),
+        # A restart retries pending objects at once; the full scan runs first anyway.
+        next_attempt_at=0.0,
+        last_full_scan_at=None,
+        last_error=d.get("last_error"),
+        recent_runs=list(d.get("recent_runs", [])),
+    )

@@ -1,0 +1,138 @@
+"""The local stand-in for S3 event notifications: list the bronze prefix, turn new
+objects into S3 event records and invoke the Lambda handler, retrying until accepted.
+
+Decisions live in watch_logic (pure); this module only lists, invokes and persists.
+State (cursor, seen, pending) is written under $CDCLAB_STATE_DIR/watcher/ before and
+after every invocation, so a restart replays pending events instead of skipping them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC
+from pathlib import Path
+
+from lambda_shim import watch_logic as logic
+from lambda_shim.s3_events import S3Object, s3_event
+
+log = logging.getLogger("lambda_shim.watcher")
+
+STATE_FILE = "state.json"
+FUNCTION_NAME = "cdclab-bronze-trigger"
+LAMBDA_TIMEOUT_MS = 60_000
+
+Handler = Callable[[dict, object], object]
+
+
+@dataclass
+class LambdaContext:
+    """The small part of Lambda's context object handlers use."""
+
+    function_name: str = FUNCTION_NAME
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    memory_limit_in_mb: int = 128
+    timeout_ms: int = LAMBDA_TIMEOUT_MS
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def invoked_function_arn(self) -> str:
+        return f"arn:aws:lambda:local:000000000000:function:{self.function_name}"
+
+    def get_remaining_time_in_millis(self) -> int:
+        elapsed = int((time.monotonic() - self.started) * 1000)
+        return max(0, self.timeout_ms - elapsed)
+
+
+def state_path(state_dir: Path) -> Path:
+    return state_dir / "watcher" / STATE_FILE
+
+
+def load_state(path: Path) -> logic.WatchState:
+    if not path.exists():
+        return logic.WatchState()
+    try:
+        return logic.from_dict(json.loads(path.read_text()))
+    except (ValueError, KeyError, TypeError) as e:
+        raise RuntimeError(f"watcher state file {path} is unreadable ({e}); fix or remove "
+                           "it (removing replays every object in the prefix once)") from e
+
+
+def save_state(path: Path, state: logic.WatchState) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {**logic.to_dict(state), "updated_at": time.time(), "pid": os.getpid()}
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)  # atomic: a crash leaves the old or the new state, never half
+
+
+def list_objects(s3, bucket: str, prefix: str, start_after: str | None,
+                 suffix: str = ".csv") -> list[S3Object]:
+    kwargs = {"Bucket": bucket, "Prefix": prefix}
+    if start_after:
+        kwargs["StartAfter"] = start_after
+    out = []
+    for page in s3.get_paginator("list_objects_v2").paginate(**kwargs):
+        for item in page.get("Contents", []):
+            if item["Key"].endswith(suffix):
+                lm = item["LastModified"]
+                out.append(S3Object(bucket, item["Key"], int(item["Size"]),
+                                    item["ETag"].strip('"'), lm.astimezone(UTC)))
+    return out
+
+
+class Watcher:
+    def __init__(self, s3, bucket: str, prefix: str, state_file: Path, handler: Handler, *,
+                 region: str, interval: float = 1.0,
+                 full_scan_seconds: float = logic.FULL_SCAN_SECONDS) -> None:
+        self.s3, self.bucket, self.prefix = s3, bucket, prefix
+        self.state_file, self.handler, self.region = state_file, handler, region
+        self.interval, self.full_scan_seconds = interval, full_scan_seconds
+        self.state = load_state(state_file)
+        save_state(state_file, self.state)  # also the health signal
+
+    def poll_once(self) -> None:
+        now = time.time()
+        full = logic.full_scan_due(self.state, now, self.full_scan_seconds)
+        try:
+            listed = list_objects(self.s3, self.bucket, self.prefix,
+                                  logic.start_after(self.state, full))
+        except Exception as e:  # S3 down or bucket missing: say so, keep polling
+            log.warning("listing s3://%s/%s failed: %s", self.bucket, self.prefix, e)
+            return
+        new = logic.observe(self.state, listed, now, full)
+        if new:
+            log.info("%d new object(s): %s", len(new), [o.key for o in new][:10])
+        if new or full:
+            save_state(self.state_file, self.state)
+        if logic.due(self.state, time.time()):
+            self._invoke()
+
+    def _invoke(self) -> None:
+        objs = logic.batch(self.state)
+        event = s3_event(objs, region=self.region)
+        keys = [o.key for o in objs]
+        try:
+            result = self.handler(event, LambdaContext())
+        except Exception as e:  # never drop the event: keep pending, back off, retry
+            at = logic.record_rejected(self.state, time.time(), f"{type(e).__name__}: {e}")
+            log.info("handler raised for %d pending object(s), retry in %.1fs: %s",
+                     len(self.state.pending), at - time.time(), e)
+        else:
+            run_id = result.get("JobRunId") if isinstance(result, dict) else None
+            log.info("handler accepted %d object(s): run %s", len(self.state.pending), run_id)
+            logic.record_accepted(self.state, time.time(), run_id, keys)
+        save_state(self.state_file, self.state)
+
+    def run(self, stop: threading.Event) -> None:
+        log.info("watching s3://%s/%s every %.1fs (state %s)", self.bucket, self.prefix,
+                 self.interval, self.state_file)
+        while not stop.is_set():
+            self.poll_once()
+            stop.wait(logic.next_wakeup(self.state, time.time(), self.interval))

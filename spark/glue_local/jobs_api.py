@@ -1,0 +1,309 @@
+"""Glue job and job-run operations (CreateJob ... GetJobBookmark) with Glue's semantics.
+
+Jobs and runs are JSON files under <state>/glue/jobs/ and <state>/glue/runs/<job>/, so
+they survive a restart. The pure rules (argument overlay, concurrency, run records,
+restart recovery) are plain functions; the operations are thin wrappers around them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from glue_local.errors import GlueError
+
+ACTIVE_STATES = ("STARTING", "RUNNING", "STOPPING")
+FINAL_STATES = ("SUCCEEDED", "FAILED", "STOPPED", "TIMEOUT", "ERROR")
+DEFAULT_MAX_CONCURRENT_RUNS = 1
+DEFAULT_TIMEOUT_MINUTES = 2880  # Glue's default for glueetl jobs
+METRICS_FIELD = "Metrics"  # non-standard: the job's CDCLAB_METRICS line (boto3 drops it)
+
+
+# --- pure rules ---------------------------------------------------------------------
+def job_id(name: str) -> str:
+    return "j_" + hashlib.sha256(name.encode()).hexdigest()
+
+
+def new_run_id() -> str:
+    return "jr_" + secrets.token_hex(32)
+
+
+def merged_arguments(job: dict, run_args: dict | None) -> dict[str, str]:
+    """Glue overlays the run's Arguments on the job's DefaultArguments."""
+    return {**job.get("DefaultArguments", {}), **(run_args or {})}
+
+
+def max_concurrent_runs(job: dict) -> int:
+    return int(job.get("ExecutionProperty", {}).get("MaxConcurrentRuns",
+                                                     DEFAULT_MAX_CONCURRENT_RUNS))
+
+
+def check_concurrency(job: dict, runs: list[dict]) -> None:
+    active = [r for r in runs if r["JobRunState"] in ACTIVE_STATES]
+    if len(active) >= max_concurrent_runs(job):
+        raise GlueError("ConcurrentRunsExceededException",
+                        f"Concurrent runs exceeded for {job['Name']}")
+
+
+def new_run(job: dict, request: dict, now: float) -> dict:
+    return {
+        "Id": request.get("JobRunId") or new_run_id(),
+        "Attempt": 0,
+        "JobName": job["Name"],
+        "StartedOn": now,
+        "LastModifiedOn": now,
+        "JobRunState": "STARTING",
+        "Arguments": merged_arguments(job, request.get("Arguments")),
+        "PredecessorRuns": [],
+        "ExecutionTime": 0,
+        "Timeout": int(request.get("Timeout") or job.get("Timeout") or DEFAULT_TIMEOUT_MINUTES),
+        "WorkerType": request.get("WorkerType") or job.get("WorkerType", "G.1X"),
+        "NumberOfWorkers": int(request.get("NumberOfWorkers") or job.get("NumberOfWorkers", 2)),
+        "GlueVersion": job.get("GlueVersion", "5.1"),
+    }
+
+
+def finish_run(run: dict, state: str, now: float, error: str | None = None,
+               metrics: dict | None = None) -> dict:
+    run = {**run, "JobRunState": state, "CompletedOn": now, "LastModifiedOn": now}
+    started = run.get("RunStartedOn", run["StartedOn"])
+    run["ExecutionTime"] = max(0, int(round(now - started)))
+    if error:
+        run["ErrorMessage"] = error
+    if metrics is not None:
+        run[METRICS_FIELD] = metrics
+    return run
+
+
+def recover_run(run: dict, now: float) -> tuple[dict, bool]:
+    """After a restart: a run that was executing failed with the process; one that was
+    only queued (STARTING) never began, so it is queued again. Returns (run, requeue)."""
+    state = run["JobRunState"]
+    if state in ("RUNNING", "STOPPING"):
+        return finish_run(run, "FAILED", now, error=(
+            "The local Glue API process stopped while this run was "
+            f"{state}; the run did not finish (restart of glue_local)")), False
+    return run, state == "STARTING"
+
+
+def page(items: list, request: dict, default_size: int = 100) -> tuple[list, str | None]:
+    start = int(request.get("NextToken") or 0)
+    size = int(request.get("MaxResults") or default_size)
+    nxt = start + size
+    return items[start:nxt], (str(nxt) if nxt < len(items) else None)
+
+
+# --- persistence --------------------------------------------------------------------
+def _fname(name: str) -> str:
+    return quote(name, safe="") + ".json"
+
+
+def _write_json(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{threading.get_ident()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)
+
+
+class JobStore:
+    """Jobs and runs on disk. One lock: the API is small and calls are short."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.root = Path(state_dir) / "glue"
+        self.jobs_dir = self.root / "jobs"
+        self.runs_dir = self.root / "runs"
+        self.lock = threading.RLock()
+
+    def get_job(self, name: str) -> dict | None:
+        path = self.jobs_dir / _fname(name)
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def require_job(self, name: str | None) -> dict:
+        if not name:
+            raise GlueError("InvalidInputException", "JobName is required")
+        job = self.get_job(name)
+        if job is None:
+            raise GlueError("EntityNotFoundException", f"Job with name: {name} not found")
+        return job
+
+    def put_job(self, job: dict) -> None:
+        _write_json(self.jobs_dir / _fname(job["Name"]), job)
+
+    def delete_job(self, name: str) -> None:
+        (self.jobs_dir / _fname(name)).unlink(missing_ok=True)
+
+    def list_jobs(self) -> list[dict]:
+        if not self.jobs_dir.exists():
+            return []
+        jobs = [json.loads(p.read_text()) for p in self.jobs_dir.glob("*.json")]
+        return sorted(jobs, key=lambda j: j["Name"])
+
+    def get_run(self, job_name: str, run_id: str) -> dict | None:
+        path = self.runs_dir / quote(job_name, safe="") / _fname(run_id)
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def put_run(self, run: dict) -> None:
+        _write_json(self.runs_dir / quote(run["JobName"], safe="") / _fname(run["Id"]), run)
+
+    def list_runs(self, job_name: str) -> list[dict]:
+        folder = self.runs_dir / quote(job_name, safe="")
+        runs = [json.loads(p.read_text()) for p in folder.glob("*.json")]
+        return sorted(runs, key=lambda r: r["StartedOn"], reverse=True)  # newest first
+
+    def recover(self, now: float) -> list[dict]:
+        """Apply recover_run to every stored run; returns runs to queue again (oldest first)."""
+        requeue = []
+        with self.lock:
+            for folder in self.runs_dir.glob("*") if self.runs_dir.exists() else []:
+                for path in folder.glob("*.json"):
+                    run = json.loads(path.read_text())
+                    fixed, again = recover_run(run, now)
+                    if fixed is not run:
+                        self.put_run(fixed)
+                    if again:
+                        requeue.append(fixed)
+        return sorted(requeue, key=lambda r: r["StartedOn"])
+
+
+# --- operations: (ctx, request) -> response ---------------------------------------
+# ctx is glue_local.server.ServerContext: .state_dir, .env, .jobs (JobStore), .runner.
+JOB_FIELDS = (
+    "Description", "LogUri", "Role", "ExecutionProperty", "Command", "DefaultArguments",
+    "NonOverridableArguments", "Connections", "MaxRetries", "AllocatedCapacity", "Timeout",
+    "MaxCapacity", "SecurityConfiguration", "Tags", "NotificationProperty", "GlueVersion",
+    "NumberOfWorkers", "WorkerType", "ExecutionClass", "JobMode", "JobRunQueuingEnabled",
+)
+
+
+def _job_from_input(name: str, data: dict, created: float) -> dict:
+    if not data.get("Command", {}).get("ScriptLocation"):
+        raise GlueError("InvalidInputException",
+                        f"Job {name}: Command.ScriptLocation is required")
+    job = {k: data[k] for k in JOB_FIELDS if k in data and k != "Tags"}
+    job.setdefault("ExecutionProperty", {"MaxConcurrentRuns": DEFAULT_MAX_CONCURRENT_RUNS})
+    job.update(Name=name, CreatedOn=created, LastModifiedOn=time.time())
+    return job
+
+
+def create_job(ctx, req: dict) -> dict:
+    name = req.get("Name")
+    if not name:
+        raise GlueError("InvalidInputException", "Name is required")
+    with ctx.jobs.lock:
+        if ctx.jobs.get_job(name) is not None:
+            raise GlueError("AlreadyExistsException", f"Job with name {name} already exists")
+        ctx.jobs.put_job(_job_from_input(name, req, time.time()))
+    return {"Name": name}
+
+
+def get_job(ctx, req: dict) -> dict:
+    return {"Job": ctx.jobs.require_job(req.get("JobName"))}
+
+
+def get_jobs(ctx, req: dict) -> dict:
+    jobs, token = page(ctx.jobs.list_jobs(), req)
+    return {"Jobs": jobs, **({"NextToken": token} if token else {})}
+
+
+def update_job(ctx, req: dict) -> dict:
+    name = req.get("JobName")
+    with ctx.jobs.lock:
+        old = ctx.jobs.require_job(name)
+        # Glue's UpdateJob replaces the whole definition with JobUpdate.
+        ctx.jobs.put_job(_job_from_input(name, req.get("JobUpdate", {}), old["CreatedOn"]))
+    return {"JobName": name}
+
+
+def delete_job(ctx, req: dict) -> dict:
+    name = req.get("JobName")
+    if not name:
+        raise GlueError("InvalidInputException", "JobName is required")
+    ctx.jobs.delete_job(name)  # idempotent, as in Glue
+    return {"JobName": name}
+
+
+def start_job_run(ctx, req: dict) -> dict:
+    with ctx.jobs.lock:
+        job = ctx.jobs.require_job(req.get("JobName"))
+        check_concurrency(job, ctx.jobs.list_runs(job["Name"]))
+        run = new_run(job, req, time.time())
+        ctx.jobs.put_run(run)
+    ctx.runner.submit(job["Name"], run["Id"])
+    return {"JobRunId": run["Id"]}
+
+
+def get_job_run(ctx, req: dict) -> dict:
+    job = ctx.jobs.require_job(req.get("JobName"))
+    run = ctx.jobs.get_run(job["Name"], req.get("RunId") or "")
+    if run is None:
+        raise GlueError("EntityNotFoundException",
+                        f"Job run {req.get('RunId')} of job {job['Name']} not found")
+    return {"JobRun": run}
+
+
+def get_job_runs(ctx, req: dict) -> dict:
+    job = ctx.jobs.require_job(req.get("JobName"))
+    runs, token = page(ctx.jobs.list_runs(job["Name"]), req)
+    return {"JobRuns": runs, **({"NextToken": token} if token else {})}
+
+
+def batch_stop_job_run(ctx, req: dict) -> dict:
+    name = req.get("JobName")
+    ctx.jobs.require_job(name)
+    ok, errors = [], []
+    for run_id in req.get("JobRunIds", []):
+        problem = ctx.runner.stop(name, run_id)
+        if problem is None:
+            ok.append({"JobName": name, "JobRunId": run_id})
+        else:
+            errors.append({"JobName": name, "JobRunId": run_id,
+                           "ErrorDetail": {"ErrorCode": problem.code,
+                                           "ErrorMessage": problem.message}})
+    return {"SuccessfulSubmissions": ok, "Errors": errors}
+
+
+def _bookmarks():
+    try:
+        bookmarks = importlib.import_module("glue_local.bookmarks")
+    except ModuleNotFoundError as e:
+        if e.name != "glue_local.bookmarks":
+            raise
+        raise GlueError("InternalServiceException",
+                        "job bookmarks are not available: glue_local.bookmarks is missing") from e
+    return bookmarks
+
+
+def get_job_bookmark(ctx, req: dict) -> dict:
+    name = ctx.jobs.require_job(req.get("JobName"))["Name"]
+    return {"JobBookmarkEntry": _bookmarks().get_bookmark(ctx.state_dir, name)}
+
+
+def reset_job_bookmark(ctx, req: dict) -> dict:
+    name = ctx.jobs.require_job(req.get("JobName"))["Name"]
+    bm = _bookmarks()
+    bm.reset_bookmark(ctx.state_dir, name)
+    return {"JobBookmarkEntry": bm.get_bookmark(ctx.state_dir, name)}
+
+
+OPERATIONS: dict[str, Callable[[Any, dict], dict]] = {
+    "CreateJob": create_job,
+    "GetJob": get_job,
+    "GetJobs": get_jobs,
+    "UpdateJob": update_job,
+    "DeleteJob": delete_job,
+    "StartJobRun": start_job_run,
+    "GetJobRun": get_job_run,
+    "GetJobRuns": get_job_runs,
+    "BatchStopJobRun": batch_stop_job_run,
+    "GetJobBookmark": get_job_bookmark,
+    "ResetJobBookmark": reset_job_bookmark,
+}

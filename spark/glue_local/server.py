@@ -1,0 +1,151 @@
+"""Glue's JSON 1.1 protocol over HTTP, as boto3 speaks it.
+
+POST / with `X-Amz-Target: AWSGlue.<Operation>` and a JSON body; replies JSON, errors
+as HTTP 400 `{"__type": code, "message": ...}` so botocore raises
+`client.exceptions.<code>`. Operations come from jobs_api.OPERATIONS and, when present,
+catalog_api.OPERATIONS; each is `(ctx, request) -> response`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from glue_local import jobs_api
+from glue_local.errors import GlueError
+from glue_local.runner import Runner
+
+log = logging.getLogger("glue_local.server")
+
+TARGET_PREFIX = "AWSGlue."
+CONTENT_TYPE = "application/x-amz-json-1.1"
+LOOPBACK = "127.0.0.1"
+
+Operation = Callable[[object, dict], dict]
+
+
+@dataclass
+class ServerContext:
+    """What operations get as ctx (duck-compatible with StackContext: state_dir, env)."""
+
+    state_dir: Path
+    env: dict[str, str] = field(default_factory=dict)
+    jobs: jobs_api.JobStore | None = None
+    runner: Runner | None = None
+
+
+def operations() -> dict[str, Operation]:
+    ops: dict[str, Operation] = dict(jobs_api.OPERATIONS)
+    try:
+        catalog_api = importlib.import_module("glue_local.catalog_api")
+    except ModuleNotFoundError as e:
+        if e.name != "glue_local.catalog_api":
+            raise
+        log.warning("glue_local.catalog_api not found: Data Catalog operations disabled")
+    else:
+        ops.update(catalog_api.OPERATIONS)
+    return ops
+
+
+def dispatch(ops: Mapping[str, Operation], ctx, target: str | None,
+             body: bytes) -> tuple[int, dict]:
+    """One request -> (HTTP status, JSON payload). Pure apart from the operation itself."""
+    try:
+        if not target or not target.startswith(TARGET_PREFIX):
+            raise GlueError("InvalidInputException",
+                            f"missing or foreign X-Amz-Target header {target!r}; "
+                            f"expected {TARGET_PREFIX}<Operation>")
+        name = target[len(TARGET_PREFIX):]
+        op = ops.get(name)
+        if op is None:
+            raise GlueError("InvalidInputException",
+                            f"operation {name} is not supported by the local Glue API; "
+                            f"supported: {', '.join(sorted(ops))}")
+        try:
+            request = json.loads(body or b"{}")
+        except ValueError as e:
+            raise GlueError("InvalidInputException", f"{name}: body is not JSON: {e}") from e
+        return 200, op(ctx, request)
+    except GlueError as e:
+        return getattr(e, "status", 400), {"__type": e.code, "message": e.message}
+    except Exception as e:  # a bug: say where, as Glue's 500
+        log.exception("operation %s failed", target)
+        return 500, {"__type": "InternalServiceException",
+                     "message": f"{target}: {type(e).__name__}: {e}"}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: GlueApiServer
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server naming
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        status, payload = dispatch(self.server.ops, self.server.ctx,
+                                   self.headers.get("X-Amz-Target"), body)
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", CONTENT_TYPE)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("x-amzn-RequestId", str(uuid.uuid4()))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, fmt: str, *args) -> None:
+        # straight to the real stderr: never into a job run's captured output
+        sys.__stderr__.write(f"{self.address_string()} {fmt % args}\n")
+
+
+class GlueApiServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, port: int, ctx: ServerContext, ops: Mapping[str, Operation]) -> None:
+        super().__init__((LOOPBACK, port), _Handler)
+        self.ctx, self.ops = ctx, ops
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://{LOOPBACK}:{self.server_address[1]}"
+
+
+def make_server(state_dir: Path, port: int = 0, env: Mapping[str, str] | None = None, *,
+                warm: bool = False, session_factory=None, quiet: bool = False) -> GlueApiServer:
+    """Server + store + runner, with runs from before a restart recovered and re-queued."""
+    state_dir = Path(state_dir)
+    env = dict(os.environ if env is None else env)
+    store = jobs_api.JobStore(state_dir)
+    runner = Runner(store, env, state_dir, session_factory=session_factory)
+    ctx = ServerContext(state_dir=state_dir, env=env, jobs=store, runner=runner)
+    server = GlueApiServer(port, ctx, operations())
+    if quiet:
+        _Handler.log_message = lambda *a, **k: None  # type: ignore[method-assign]
+    requeue = store.recover(time.time())
+    runner.start(warm=warm)
+    for run in requeue:
+        runner.submit(run["JobName"], run["Id"])
+    return server
+
+
+@contextmanager
+def running_server(state_dir: Path, **kwargs) -> Iterator[GlueApiServer]:
+    """In-process server on a free port, for tests and embedding."""
+    server = make_server(state_dir, **kwargs)
+    thread = threading.Thread(target=server.serve_forever, name="glue-api", daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        server.ctx.runner.shutdown()

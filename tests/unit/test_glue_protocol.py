@@ -1,0 +1,168 @@
+"""The local Glue API spoken to by real boto3 over real HTTP on 127.0.0.1 (no Spark)."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from pathlib import Path
+
+import boto3
+import pytest
+
+from glue_local import jobs_api
+from glue_local.runner import needs_spark, parse_metrics, script_argv
+from glue_local.server import dispatch, running_server
+
+SLEEP_JOB = """
+import sys, time
+args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+print("args", sorted(args))
+time.sleep(float(args.get("--sleep", "0")))
+if args.get("--fail"):
+    raise ValueError("boom: " + args["--fail"])
+print('CDCLAB_METRICS {"rows": 3, "job": "%s"}' % args["--JOB_NAME"])
+"""
+
+
+@pytest.fixture()
+def glue(tmp_path: Path):
+    script = tmp_path / "job.py"
+    script.write_text(SLEEP_JOB)
+    with running_server(tmp_path / "state", env={}, quiet=True) as server:
+        client = boto3.client(
+            "glue", endpoint_url=server.endpoint, region_name="us-east-1",
+            aws_access_key_id="x", aws_secret_access_key="y",
+        )
+        client.create_job(
+            Name="sleepy", Role="local", Command={"Name": "glueetl", "ScriptLocation": str(script)},
+            DefaultArguments={"--sleep": "0", "--mode": "default"},
+            ExecutionProperty={"MaxConcurrentRuns": 1}, GlueVersion="5.1",
+        )
+        yield client, server
+
+
+def wait_final(client, run_id: str, job: str = "sleepy", timeout: float = 20) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run = client.get_job_run(JobName=job, RunId=run_id)["JobRun"]
+        if run["JobRunState"] in jobs_api.FINAL_STATES:
+            return run
+        time.sleep(0.05)
+    raise AssertionError(f"run {run_id} did not finish: {run}")
+
+
+def test_create_get_and_list_jobs(glue):
+    client, _ = glue
+    job = client.get_job(JobName="sleepy")["Job"]
+    assert job["Command"]["Name"] == "glueetl"
+    assert job["ExecutionProperty"]["MaxConcurrentRuns"] == 1
+    assert [j["Name"] for j in client.get_jobs()["Jobs"]] == ["sleepy"]
+    with pytest.raises(client.exceptions.AlreadyExistsException):
+        client.create_job(Name="sleepy", Role="r", Command={"ScriptLocation": "/x.py"})
+    with pytest.raises(client.exceptions.EntityNotFoundException):
+        client.get_job(JobName="nope")
+
+
+def test_run_succeeds_with_overlaid_arguments_and_metrics(glue, tmp_path):
+    client, server = glue
+    run_id = client.start_job_run(JobName="sleepy", Arguments={"--mode": "run"})["JobRunId"]
+    assert run_id.startswith("jr_")
+    run = wait_final(client, run_id)
+    assert run["JobRunState"] == "SUCCEEDED"
+    assert run["Arguments"] == {"--sleep": "0", "--mode": "run"}
+    assert run["CompletedOn"] >= run["StartedOn"]
+    assert "ExecutionTime" in run
+    log = (tmp_path / "state" / "logs" / "glue-runs" / f"{run_id}.log").read_text()
+    assert "--JOB_RUN_ID" in log and "CDCLAB_METRICS" in log
+    # boto3 drops the non-standard field; the raw protocol carries it
+    raw = raw_call(server.endpoint, "GetJobRun", {"JobName": "sleepy", "RunId": run_id})
+    assert raw["JobRun"]["Metrics"] == {"rows": 3, "job": "sleepy"}
+    assert [r["Id"] for r in client.get_job_runs(JobName="sleepy")["JobRuns"]] == [run_id]
+
+
+def test_second_start_while_running_is_refused(glue):
+    client, _ = glue
+    first = client.start_job_run(JobName="sleepy", Arguments={"--sleep": "1.0"})["JobRunId"]
+    with pytest.raises(client.exceptions.ConcurrentRunsExceededException) as err:
+        client.start_job_run(JobName="sleepy")
+    assert "Concurrent runs exceeded for sleepy" in str(err.value)
+    assert wait_final(client, first)["JobRunState"] == "SUCCEEDED"
+    second = client.start_job_run(JobName="sleepy")["JobRunId"]  # accepted once it ended
+    assert wait_final(client, second)["JobRunState"] == "SUCCEEDED"
+
+
+def test_failure_carries_the_exception_text(glue):
+    client, _ = glue
+    run_id = client.start_job_run(JobName="sleepy", Arguments={"--fail": "bad row"})["JobRunId"]
+    run = wait_final(client, run_id)
+    assert run["JobRunState"] == "FAILED"
+    assert run["ErrorMessage"] == "ValueError: boom: bad row"
+
+
+def test_stop_a_running_run(glue):
+    client, _ = glue
+    run_id = client.start_job_run(JobName="sleepy", Arguments={"--sleep": "0.5"})["JobRunId"]
+    while client.get_job_run(JobName="sleepy", RunId=run_id)["JobRun"]["JobRunState"] != "RUNNING":
+        time.sleep(0.02)
+    resp = client.batch_stop_job_run(JobName="sleepy", JobRunIds=[run_id, "jr_missing"])
+    assert resp["SuccessfulSubmissions"] == [{"JobName": "sleepy", "JobRunId": run_id}]
+    assert resp["Errors"][0]["ErrorDetail"]["ErrorCode"] == "EntityNotFoundException"
+    assert wait_final(client, run_id)["JobRunState"] == "STOPPED"
+
+
+def test_update_and_delete_job(glue):
+    client, _ = glue
+    client.update_job(JobName="sleepy", JobUpdate={
+        "Role": "r2", "Command": {"Name": "glueetl", "ScriptLocation": "/elsewhere.py"},
+        "ExecutionProperty": {"MaxConcurrentRuns": 3}})
+    job = client.get_job(JobName="sleepy")["Job"]
+    assert job["Role"] == "r2" and job["ExecutionProperty"]["MaxConcurrentRuns"] == 3
+    assert "DefaultArguments" not in job  # UpdateJob replaces the definition, as in Glue
+    client.delete_job(JobName="sleepy")
+    client.delete_job(JobName="sleepy")  # idempotent
+    assert client.get_jobs()["Jobs"] == []
+
+
+def test_unknown_operation_is_a_clear_invalid_input(glue):
+    _, server = glue
+    status, body = dispatch(server.ops, server.ctx, "AWSGlue.StartCrawler", b"{}")
+    assert status == 400 and body["__type"] == "InvalidInputException"
+    assert "StartCrawler is not supported" in body["message"]
+
+
+def test_runs_survive_restart_and_interrupted_runs_fail(tmp_path):
+    store = jobs_api.JobStore(tmp_path)
+    job = {"Name": "j", "Command": {"ScriptLocation": "/x.py"}}
+    store.put_job(job)
+    running = {**jobs_api.new_run(job, {}, 100.0), "JobRunState": "RUNNING"}
+    queued = jobs_api.new_run(job, {}, 101.0)
+    store.put_run(running)
+    store.put_run(queued)
+    requeue = jobs_api.JobStore(tmp_path).recover(now=200.0)
+    assert [r["Id"] for r in requeue] == [queued["Id"]]
+    failed = store.get_run("j", running["Id"])
+    assert failed["JobRunState"] == "FAILED" and "stopped while this run was RUNNING" in (
+        failed["ErrorMessage"])
+    assert failed["CompletedOn"] == 200.0
+
+
+def test_pure_helpers():
+    assert script_argv("/s.py", "J", "jr_1", {"--a": "1", "b": "2", "--JOB_NAME": "x"}) == [
+        "/s.py", "--JOB_NAME", "J", "--JOB_ID", jobs_api.job_id("J"), "--JOB_RUN_ID", "jr_1",
+        "--a", "1", "--b", "2"]
+    assert needs_spark("import os\nfrom awsglue.context import GlueContext\n")
+    assert needs_spark("from pyspark.sql import SparkSession")
+    assert not needs_spark("import time  # no pyspark here\ntime.sleep(1)")
+    text = 'x\nCDCLAB_METRICS {"a": 1}\nCDCLAB_METRICS {"a": 2}\n'
+    assert parse_metrics(text) == {"a": 2}
+    assert parse_metrics("nothing") is None
+    assert jobs_api.merged_arguments({"DefaultArguments": {"--a": "1", "--b": "1"}},
+                                     {"--b": "2"}) == {"--a": "1", "--b": "2"}
+
+
+def raw_call(endpoint: str, op: str, body: dict) -> dict:
+    req = urllib.request.Request(endpoint, data=json.dumps(body).encode(), headers={
+        "X-Amz-Target": f"AWSGlue.{op}", "Content-Type": "application/x-amz-json-1.1"})
+    with urllib.request.urlopen(req, timeout=5) as resp:
+        return json.loads(resp.read())
