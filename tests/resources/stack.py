@@ -1,0 +1,105 @@
+"""Test resource: the whole pipeline stack, from one fixture, on the backend
+`CDCLAB_BACKEND` picks: `embedded` (default; local processes) or `containers`
+(docker compose through testcontainers). With `containers` and no Docker engine, the
+session stops at once with a message that says so: never a silent fallback, never a pass.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from cdclab import settings
+from cdclab.supervisor import INFRA, PIPELINE, Stack
+from tests.resources.stack_dirs import temp_state_dir
+
+EMBEDDED = "embedded"
+CONTAINERS = "containers"
+
+
+def backend() -> str:
+    return os.environ.get(settings.ENV_BACKEND, EMBEDDED)
+
+
+def docker_engine_problem() -> str | None:
+    """None when a Docker engine answers, else why not."""
+    try:
+        import docker
+
+        docker.from_env(timeout=3).ping()
+    except Exception as exc:  # any failure means: no usable engine
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    chosen = backend()
+    if chosen not in (EMBEDDED, CONTAINERS):
+        pytest.exit(f"{settings.ENV_BACKEND}={chosen!r}: use 'embedded' or 'containers'", 2)
+    if chosen == CONTAINERS:
+        problem = docker_engine_problem()
+        if problem:
+            pytest.exit(
+                f"{settings.ENV_BACKEND}=containers, but no Docker engine answers ({problem}). "
+                "Start Docker, or run with CDCLAB_BACKEND=embedded. Nothing was run.",
+                returncode=3,
+            )
+
+
+@dataclass
+class StackHandle:
+    """What a test needs to drive the stack, whatever the backend."""
+
+    backend: str
+    env: dict[str, str]
+    state_dir: Path | None
+    _stack: Stack | None = None
+
+    def start_pipeline(self) -> None:
+        """Start the emitter (full load happens at its first start) and the watcher."""
+        if self._stack is not None:
+            self._stack.up(PIPELINE)
+            self.env = self._stack.env()
+
+    def stop(self, *names: str) -> None:
+        if self._stack is not None:
+            self._stack.down(names)
+
+    def start(self, *names: str) -> None:
+        if self._stack is not None:
+            self._stack.up(names)
+            self.env = self._stack.env()
+
+    def pid_of(self, name: str) -> int | None:
+        return self._stack.pid_of(name) if self._stack is not None else None
+
+
+def _embedded() -> Iterator[StackHandle]:
+    from cdclab.setup import setup_lake
+
+    with temp_state_dir("stack") as state:
+        stack = Stack(state)
+        try:
+            stack.up(INFRA)
+            setup_lake(stack.env())
+            yield StackHandle(EMBEDDED, stack.env(), state, stack)
+        finally:
+            stack.down()
+
+
+def _containers() -> Iterator[StackHandle]:
+    from tests.resources.compose_stack import compose_stack
+
+    yield from compose_stack()
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[StackHandle]:
+    if backend() == CONTAINERS:
+        yield from _containers()
+    else:
+        yield from _embedded()
