@@ -1,0 +1,169 @@
+"""Glue Data Catalog operations (databases and tables) with JSON persistence.
+
+Each handler takes (ctx, request) and returns the response dict, like AWS Glue's JSON 1.1
+API; errors are GlueError with Glue's codes. State lives under
+<state_dir>/glue/catalog/<database>/database.json and .../tables/<table>.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from glue_local.errors import GlueError, already_exists, invalid_input, not_found
+
+CATALOG_ID = "000000000000"
+_lock = threading.RLock()
+
+
+def _root(ctx) -> Path:
+    if ctx is not None:
+        return Path(ctx.state_dir) / "glue" / "catalog"
+    from cdclab import settings
+
+    return settings.state_dir() / "glue" / "catalog"
+
+
+def _name(req: dict, key: str, what: str) -> str:
+    value = req.get(key)
+    if not isinstance(value, str) or not value:
+        raise invalid_input(f"{what} ({key}) is required")
+    if "/" in value or value in (".", ".."):
+        raise invalid_input(f"{what} {value!r} is not a valid name")
+    return value.lower()  # Glue stores names in lower case
+
+
+def _db_dir(ctx, database: str) -> Path:
+    return _root(ctx) / database
+
+
+def _read(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def _write(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+    os.replace(tmp, path)
+
+
+def _database(ctx, name: str) -> dict:
+    path = _db_dir(ctx, name) / "database.json"
+    if not path.exists():
+        raise not_found(f"Database {name} not found.")
+    return _read(path)
+
+
+def create_database(ctx, req: dict) -> dict:
+    db_input = req.get("DatabaseInput") or {}
+    name = _name(db_input, "Name", "database name")
+    with _lock:
+        path = _db_dir(ctx, name) / "database.json"
+        if path.exists():
+            raise already_exists(f"Database already exists: {name}")
+        _write(path, {**db_input, "Name": name, "CreateTime": time.time(),
+                      "CatalogId": req.get("CatalogId", CATALOG_ID)})
+    return {}
+
+
+def get_database(ctx, req: dict) -> dict:
+    return {"Database": _database(ctx, _name(req, "Name", "database name"))}
+
+
+def get_databases(ctx, req: dict) -> dict:
+    root = _root(ctx)
+    dbs = sorted(root.glob("*/database.json")) if root.exists() else []
+    return {"DatabaseList": [_read(p) for p in dbs]}
+
+
+def delete_database(ctx, req: dict) -> dict:
+    name = _name(req, "Name", "database name")
+    with _lock:
+        _database(ctx, name)
+        shutil.rmtree(_db_dir(ctx, name))
+    return {}
+
+
+def _table_path(ctx, database: str, table: str) -> Path:
+    return _db_dir(ctx, database) / "tables" / f"{table}.json"
+
+
+def _table_record(req: dict, database: str, created: float | None) -> dict:
+    table_input = req.get("TableInput") or {}
+    name = _name(table_input, "Name", "table name")
+    now = time.time()
+    return {**table_input, "Name": name, "DatabaseName": database,
+            "CreateTime": created or now, "UpdateTime": now,
+            "CatalogId": req.get("CatalogId", CATALOG_ID)}
+
+
+def create_table(ctx, req: dict) -> dict:
+    database = _name(req, "DatabaseName", "database name")
+    with _lock:
+        _database(ctx, database)
+        record = _table_record(req, database, None)
+        path = _table_path(ctx, database, record["Name"])
+        if path.exists():
+            raise already_exists(f"Table already exists: {database}.{record['Name']}")
+        _write(path, record)
+    return {}
+
+
+def _table(ctx, database: str, table: str) -> dict:
+    _database(ctx, database)
+    path = _table_path(ctx, database, table)
+    if not path.exists():
+        raise not_found(f"Table {table} not found in database {database}.")
+    return _read(path)
+
+
+def get_table(ctx, req: dict) -> dict:
+    database = _name(req, "DatabaseName", "database name")
+    return {"Table": _table(ctx, database, _name(req, "Name", "table name"))}
+
+
+def get_tables(ctx, req: dict) -> dict:
+    database = _name(req, "DatabaseName", "database name")
+    _database(ctx, database)
+    tables = sorted((_db_dir(ctx, database) / "tables").glob("*.json"))
+    return {"TableList": [_read(p) for p in tables]}
+
+
+def update_table(ctx, req: dict) -> dict:
+    database = _name(req, "DatabaseName", "database name")
+    with _lock:
+        name = _name(req.get("TableInput") or {}, "Name", "table name")
+        current = _table(ctx, database, name)
+        _write(_table_path(ctx, database, name),
+               _table_record(req, database, current.get("CreateTime")))
+    return {}
+
+
+def delete_table(ctx, req: dict) -> dict:
+    database = _name(req, "DatabaseName", "database name")
+    name = _name(req, "Name", "table name")
+    with _lock:
+        _table(ctx, database, name)
+        _table_path(ctx, database, name).unlink()
+    return {}
+
+
+OPERATIONS: dict[str, Callable[[object, dict], dict]] = {
+    "CreateDatabase": create_database,
+    "GetDatabase": get_database,
+    "GetDatabases": get_databases,
+    "DeleteDatabase": delete_database,
+    "CreateTable": create_table,
+    "GetTable": get_table,
+    "GetTables": get_tables,
+    "UpdateTable": update_table,
+    "DeleteTable": delete_table,
+}
+
+__all__ = ["OPERATIONS", "GlueError"]

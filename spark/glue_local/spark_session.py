@@ -1,0 +1,62 @@
+"""The runner's warm SparkSession: local mode with the Glue job's Spark/Iceberg conf."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from cdclab import settings
+from cdclab.job_config import aws_spark_conf, local_spark_conf
+
+
+def session_conf(
+    env: Mapping[str, str], app_name: str = "cdclab-glue", master: str = "local[2]",
+    extra_conf: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """All Spark settings for the session (pure: unit-testable without a JVM)."""
+    state = Path(env.get(settings.ENV_STATE_DIR, settings.state_dir())) / "spark"
+    jars = settings.spark_jars()
+    missing = [str(j) for j in jars if not j.exists()]
+    if missing:
+        raise FileNotFoundError(
+            f"Spark jars missing: {', '.join(missing)} — run scripts/bootstrap.sh")
+    if env.get(settings.ENV_PROFILE, settings.PROFILE_LOCAL) == settings.PROFILE_AWS:
+        catalog = aws_spark_conf()
+        catalog |= {  # real S3 through S3A, default AWS credentials chain, no endpoint
+            "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+            "spark.hadoop.fs.s3a.aws.credentials.provider":
+                "com.amazonaws.auth.DefaultAWSCredentialsProviderChain",
+        }
+    else:
+        catalog = local_spark_conf(env)
+    conf = {
+        "spark.master": master,
+        "spark.app.name": app_name,
+        "spark.jars": ",".join(str(j) for j in jars),
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.warehouse.dir": str(state / "warehouse"),
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={state / 'derby'}",
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+        **catalog,
+    }
+    conf.update(extra_conf or {})
+    return conf
+
+
+def build_session(
+    env: Mapping[str, str], app_name: str = "cdclab-glue", master: str = "local[2]",
+    extra_conf: Mapping[str, str] | None = None,
+):
+    """A local SparkSession configured like the Glue job (one JVM per process: if a
+    session already exists, Spark returns it and static settings cannot change)."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder
+    for key, value in session_conf(env, app_name, master, extra_conf).items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
