@@ -9,9 +9,7 @@ import signal
 import threading
 
 from cdclab import settings
-from glue_local.server import make_server
-
-ENV_GLUE_PORT = "CDCLAB_GLUE_PORT"
+from glue_local.server import ENV_GLUE_PORT, make_server
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -31,6 +31,7 @@ log = logging.getLogger("glue_local.server")
 TARGET_PREFIX = "AWSGlue."
 CONTENT_TYPE = "application/x-amz-json-1.1"
 LOOPBACK = "127.0.0.1"
+ENV_GLUE_PORT = "CDCLAB_GLUE_PORT"  # the port when --port is not given
 
 Operation = Callable[[object, dict], dict]
 

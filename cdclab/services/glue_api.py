@@ -1,0 +1,88 @@
+"""The local Glue API (`python -m glue_local`) as a Service, and the job registration."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+from cdclab import settings
+from cdclab.job_config import glue_default_arguments
+from cdclab.services.base import LOOPBACK, ProcessSpec, Service, StackContext, python_module
+from glue_local.server import ENV_GLUE_PORT
+
+LOCAL_ROLE = "arn:aws:iam::000000000000:role/cdclab-glue-local"
+
+
+def glue_call(endpoint: str, operation: str, body: dict, timeout: float = 5.0) -> dict:
+    """One raw JSON 1.1 call (keeps non-standard fields boto3 drops, e.g. Metrics)."""
+    req = urllib.request.Request(endpoint, data=json.dumps(body).encode(), headers={
+        "X-Amz-Target": f"AWSGlue.{operation}",
+        "Content-Type": "application/x-amz-json-1.1",
+    })
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        return json.loads(resp.read())
+
+
+def job_run_metrics(endpoint: str, job_name: str, run_id: str) -> dict | None:
+    """The run's CDCLAB_METRICS payload, as the local GetJobRun exposes it."""
+    run = glue_call(endpoint, "GetJobRun", {"JobName": job_name, "RunId": run_id})["JobRun"]
+    return run.get("Metrics")
+
+
+class GlueApiService(Service):
+    name = "glue"
+    port_names = ("glue",)
+
+    def __init__(self, warm: bool = True) -> None:
+        self.warm = warm  # tests with Spark-free jobs skip the JVM start
+
+    def endpoint(self, ctx: StackContext) -> str:
+        return f"http://{LOOPBACK}:{ctx.ports['glue']}"
+
+    def prepare(self, ctx: StackContext) -> None:
+        ctx.env[settings.ENV_GLUE_ENDPOINT] = self.endpoint(ctx)
+        ctx.env.setdefault(settings.ENV_REGION, settings.DEFAULT_REGION)
+
+    def process(self, ctx: StackContext) -> ProcessSpec:
+        port = str(ctx.ports["glue"])
+        argv = python_module("glue_local", "--port", port, *(["--warm"] if self.warm else []))
+        return ProcessSpec(argv=argv, env={
+            ENV_GLUE_PORT: port,
+            settings.ENV_STATE_DIR: str(ctx.state_dir),
+        })
+
+    def healthy(self, ctx: StackContext) -> bool:
+        return "Jobs" in glue_call(self.endpoint(ctx), "GetJobs", {}, timeout=2.0)
+
+    def startup_timeout(self) -> float:
+        return 90.0
+
+
+def job_definition(p: settings.PipelineSettings, role: str = LOCAL_ROLE) -> dict:
+    """The Glue job as CreateJob/UpdateJob take it (local script path)."""
+    return {
+        "Role": role,
+        "Command": {"Name": "glueetl", "ScriptLocation": str(p.script_path.resolve()),
+                    "PythonVersion": "3"},
+        "GlueVersion": p.glue_job.glue_version,
+        "WorkerType": p.glue_job.worker_type,
+        "NumberOfWorkers": p.glue_job.number_of_workers,
+        "ExecutionProperty": {"MaxConcurrentRuns": p.glue_job.max_concurrent_runs},
+        "Timeout": p.glue_job.timeout_minutes,
+        "MaxRetries": 0,
+        "DefaultArguments": glue_default_arguments(p),
+    }
+
+
+def register_job(glue_client, p: settings.PipelineSettings | None = None,
+                 role: str = LOCAL_ROLE) -> str:
+    """Idempotent CreateJob/UpdateJob of the pipeline's job; returns "created"/"updated"."""
+    p = p or settings.load_pipeline()
+    definition = job_definition(p, role)
+    try:
+        glue_client.get_job(JobName=p.glue_job.name)
+    except glue_client.exceptions.EntityNotFoundException:
+        glue_client.create_job(Name=p.glue_job.name, **definition)
+        return "created"
+    glue_client.update_job(JobName=p.glue_job.name, JobUpdate=definition)
+    return "updated"

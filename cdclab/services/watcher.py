@@ -1,0 +1,39 @@
+"""The Lambda stand-in (`python -m lambda_shim`) as a Service."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from cdclab import settings
+from cdclab.services.base import ProcessSpec, Service, StackContext, python_module
+
+WATCHER_STATE = ("watcher", "state.json")  # lambda_shim.watcher.state_path
+
+
+class WatcherService(Service):
+    name = "watcher"
+
+    def __init__(self, interval: float | None = None) -> None:
+        self.interval = interval
+        self._started_at = 0.0
+
+    def prepare(self, ctx: StackContext) -> None:
+        self._started_at = time.time()
+
+    def process(self, ctx: StackContext) -> ProcessSpec:
+        env = {
+            settings.ENV_STATE_DIR: str(ctx.state_dir),
+            "GLUE_JOB_NAME": settings.load_pipeline().glue_job.name,
+        }
+        if self.interval is not None:
+            env[settings.ENV_WATCH_INTERVAL] = str(self.interval)
+        return ProcessSpec(argv=python_module("lambda_shim"), env=env)
+
+    def healthy(self, ctx: StackContext) -> bool:
+        # the state file persists across restarts: healthy once THIS start rewrote it
+        path = ctx.state_dir.joinpath(*WATCHER_STATE)
+        return json.loads(path.read_text()).get("updated_at", 0) >= self._started_at
+
+    def address(self, ctx: StackContext) -> str:
+        return str(ctx.state_dir.joinpath(*WATCHER_STATE))

@@ -1,0 +1,116 @@
+"""The watcher's pure decisions: what is new, what stays pending, when to retry."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lambda_shim import watch_logic as logic
+from lambda_shim.s3_events import S3Object
+
+T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+PREFIX = "dms/airbnb_db/public/hosts_demo/"
+
+
+def o(name: str, etag: str = "e1", sec: int = 0) -> S3Object:
+    return S3Object("b", PREFIX + name, 10, etag, T0 + timedelta(seconds=sec))
+
+
+def test_new_objects_become_pending_once():
+    s = logic.WatchState()
+    assert [x.key for x in logic.observe(s, [o("LOAD00000001.csv")], 0.0)] == [
+        PREFIX + "LOAD00000001.csv"]
+    assert logic.observe(s, [o("LOAD00000001.csv")], 1.0) == []  # seen: no second event
+    assert list(s.pending) == [PREFIX + "LOAD00000001.csv"]
+    assert logic.observe(s, [o("LOAD00000001.csv", etag="e2")], 2.0)  # overwritten: new
+
+
+def test_cursor_follows_time_named_files_only():
+    s = logic.WatchState()
+    logic.observe(s, [o("20261122-100000001.csv"), o("LOAD00000001.csv"),
+                      o("20261122-100000500.csv")], 0.0)
+    # LOAD sorts after digits: it must not become the start-after key
+    assert s.cursor == PREFIX + "20261122-100000500.csv"
+    assert logic.start_after(s, full_scan=False) == s.cursor
+    assert logic.start_after(s, full_scan=True) is None
+
+
+def test_full_scan_is_periodic():
+    s = logic.WatchState()
+    assert logic.full_scan_due(s, 0.0)
+    logic.observe(s, [], 0.0, full_scan=True)
+    assert not logic.full_scan_due(s, 10.0, period=30)
+    assert logic.full_scan_due(s, 30.0, period=30)
+
+
+def test_rejected_keeps_pending_and_backs_off():
+    s = logic.WatchState()
+    logic.observe(s, [o("20261122-100000001.csv")], 0.0)
+    assert logic.due(s, 0.0)
+    at1 = logic.record_rejected(s, 100.0, "ConcurrentRuns")
+    assert s.pending and not logic.due(s, 100.1) and logic.due(s, at1)
+    at2 = logic.record_rejected(s, at1, "ConcurrentRuns")
+    assert at2 - at1 > at1 - 100.0  # grows
+    for _ in range(20):
+        last = logic.record_rejected(s, 0.0, "x")
+    assert last == logic.BACKOFF_CAP_SECONDS
+    logic.record_accepted(s, 200.0, "jr_1", list(s.pending))
+    assert not s.pending and s.attempts == 0 and not logic.due(s, 200.0)
+    assert s.recent_runs[-1]["run_id"] == "jr_1"
+
+
+def test_next_wakeup_is_sooner_when_a_retry_is_due():
+    s = logic.WatchState()
+    assert logic.next_wakeup(s, 0.0, 1.0) == 1.0
+    logic.observe(s, [o("20261122-100000001.csv")], 0.0)
+    logic.record_rejected(s, 0.0, "x")  # retry at 0.5
+    assert logic.next_wakeup(s, 0.0, 1.0) == 0.5
+
+
+def test_batch_is_oldest_first_and_bounded():
+    s = logic.WatchState()
+    logic.observe(s, [o(f"2026112{i}-x.csv", sec=-i) for i in range(5)], 0.0)
+    names = [x.key for x in logic.batch(s, limit=3)]
+    assert names == [PREFIX + f"2026112{i}-x.csv" for i in (4, 3, 2)]
+
+
+def test_state_round_trips_and_a_restart_retries_at_once():
+    s = logic.WatchState()
+    logic.observe(s, [o("20261122-100000001.csv"), o("LOAD00000001.csv")], 0.0, True)
+    logic.record_rejected(s, 0.0, "busy")
+    back = logic.from_dict(logic.to_dict(s))
+    assert back.pending == s.pending and back.seen == s.seen and back.cursor == s.cursor
+    assert logic.due(back, 0.0) and logic.full_scan_due(back, 0.0)
+
+
+names = st.from_regex(r"(LOAD0000000[1-9]|2026112[0-9]-[0-9]{9})\.csv", fullmatch=True)
+
+
+@given(st.lists(st.lists(names, max_size=4), max_size=6), st.data())
+def test_no_object_is_ever_dropped_without_an_accepted_run(batches, data):
+    """Whatever lands and however often the handler refuses, an object leaves `pending`
+    only through an accepted invocation, and every landed object is seen."""
+    s = logic.WatchState()
+    landed: set[str] = set()
+    covered: set[str] = set()
+    now = 0.0
+    for batch in batches:
+        now += 1
+        listed = [o(n) for n in batch]
+        landed |= {x.key for x in listed}
+        full = data.draw(st.booleans())
+        # incremental listing returns keys after the cursor; a full scan returns all
+        visible = [o(k[len(PREFIX):]) for k in sorted(landed)
+                   if full or s.cursor is None or k > s.cursor]
+        logic.observe(s, visible, now, full)
+        if logic.due(s, now):
+            if data.draw(st.booleans()):
+                covered |= set(s.pending)
+                logic.record_accepted(s, now, "jr", list(s.pending))
+            else:
+                logic.record_rejected(s, now, "busy")
+    # a final full scan then catches anything the incremental listing skipped
+    logic.observe(s, [o(k[len(PREFIX):]) for k in landed], now + 1, full_scan=True)
+    assert covered | set(s.pending) == landed
