@@ -150,6 +150,12 @@ def cmd_env(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from cdclab.serve import serve
+
+    return serve(args.service)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cdclab", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -187,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fresh", action="store_true", help="wipe the state dir first")
     p.add_argument("--stop", action="store_true", help="stop the stack afterwards")
     p.set_defaults(func=cmd_demo)
+    p = sub.add_parser("serve", help="run one service in the foreground (container entry point)")
+    p.add_argument("service")
+    p.set_defaults(func=cmd_serve)
     p = sub.add_parser("env", help="print the stack's configuration as shell exports")
     p.set_defaults(func=cmd_env)
     try:

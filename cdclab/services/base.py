@@ -19,6 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 LOOPBACK = "127.0.0.1"
+ENV_BIND_HOST = "CDCLAB_BIND_HOST"  # containers set 0.0.0.0 and publish on the host's loopback
+
+
+def bind_host() -> str:
+    """The address servers listen on: loopback, unless a container runtime says otherwise."""
+    return os.environ.get(ENV_BIND_HOST, LOOPBACK)
 
 
 class ServiceError(RuntimeError):

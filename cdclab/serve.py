@@ -1,0 +1,49 @@
+"""`cdclab serve <service>`: run one service in the foreground.
+
+This is the entry point of every docker compose service: the container runs the very
+Service class the embedded supervisor runs (same program, same arguments, same
+configuration keys), only listening on CDCLAB_BIND_HOST instead of 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+from cdclab import settings
+from cdclab.services.base import StackContext, start_service
+from cdclab.supervisor import PORT_ENV_PREFIX, all_services
+
+# Well-known ports inside containers (the embedded runtime picks free ones instead).
+CONTAINER_PORTS = {
+    "postgres": 5432, "minio": 9000, "minio_console": 9001, "iceberg_rest": 8181, "glue": 8090,
+}
+
+
+def port_for(port_name: str) -> int:
+    pinned = os.environ.get(PORT_ENV_PREFIX + port_name.upper())
+    return int(pinned) if pinned else CONTAINER_PORTS[port_name]
+
+
+def serve(name: str) -> int:
+    services = {s.name: s for s in all_services()}
+    if name not in services:
+        print(f"cdclab serve: unknown service {name!r}; one of {', '.join(services)}",
+              file=sys.stderr)
+        return 2
+    service = services[name]
+    ctx = StackContext(
+        state_dir=settings.state_dir(),
+        ports={p: port_for(p) for p in service.port_names},
+        env={k: v for k, v in os.environ.items() if k.startswith(("CDCLAB_", "AWS_", "GLUE_"))},
+    )
+    running = start_service(service, ctx)
+    print(f"cdclab serve: {name} ready at {service.address(ctx)}", flush=True)
+
+    def forward(signum: int, _frame: object) -> None:
+        running.proc.send_signal(signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    return running.proc.wait()
