@@ -15,7 +15,14 @@ import urllib.request
 from pathlib import Path
 
 from cdclab import settings
-from cdclab.services.base import LOOPBACK, ProcessSpec, Service, ServiceError, StackContext
+from cdclab.services.base import (
+    LOOPBACK,
+    ProcessSpec,
+    Service,
+    ServiceError,
+    StackContext,
+    bind_host,
+)
 
 LAUNCHER_SOURCE = settings.REPO_ROOT / "iceberg_rest" / "LoopbackRESTCatalogServer.java"
 LAUNCHER_CLASS = "org.apache.iceberg.rest.LoopbackRESTCatalogServer"
@@ -86,7 +93,7 @@ class IcebergRestService(Service):
             access_key=ctx.env[settings.ENV_ACCESS_KEY],
             secret_key=ctx.env[settings.ENV_SECRET_KEY],
             region=ctx.env.get(settings.ENV_REGION, settings.DEFAULT_REGION),
-            host=LOOPBACK,
+            host=bind_host(),
             port=ctx.ports["iceberg_rest"],
         )
         return ProcessSpec(

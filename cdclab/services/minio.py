@@ -8,7 +8,14 @@ import boto3
 from botocore.config import Config
 
 from cdclab import settings
-from cdclab.services.base import LOOPBACK, ProcessSpec, Service, ServiceError, StackContext
+from cdclab.services.base import (
+    LOOPBACK,
+    ProcessSpec,
+    Service,
+    ServiceError,
+    StackContext,
+    bind_host,
+)
 
 
 def s3_client(env: dict[str, str]):
@@ -42,8 +49,8 @@ class MinioService(Service):
         return ProcessSpec(
             argv=[
                 str(settings.minio_binary()), "server", str(data),
-                "--address", f"{LOOPBACK}:{ctx.ports['minio']}",
-                "--console-address", f"{LOOPBACK}:{ctx.ports['minio_console']}",
+                "--address", f"{bind_host()}:{ctx.ports['minio']}",
+                "--console-address", f"{bind_host()}:{ctx.ports['minio_console']}",
             ],
             env={
                 "MINIO_ROOT_USER": ctx.env[settings.ENV_ACCESS_KEY],
