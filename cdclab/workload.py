@@ -1,0 +1,177 @@
+"""Randomized insert/update/delete workload against the source: pure planner + executor.
+
+The planner covers the cases CDC pipelines get wrong: several statements in one
+transaction, updates to `location`, insert+delete of one id in one transaction, update
+then delete, delete then re-insert of the same id.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from cdclab import settings
+from cdclab.sample_data import COLUMNS, PLACES, RESPONSE_TIMES, host, host_name
+
+INSERT, UPDATE, DELETE = "insert", "update", "delete"
+SCENARIOS = ("insert", "update", "update_location", "multi_update", "delete",
+             "insert_delete", "update_delete", "delete_reinsert")
+WEIGHTS = (30, 25, 15, 10, 8, 4, 4, 4)
+
+
+@dataclass(frozen=True)
+class Op:
+    kind: str  # insert | update | delete
+    id: int
+    values: dict[str, Any] = field(default_factory=dict)  # insert: all columns; update: changed
+
+
+Transaction = list[Op]
+
+
+class Planner:
+    """Pure: plans transactions against a model of the live ids (seeded RNG)."""
+
+    def __init__(self, live_ids: set[int], next_id: int, seed: int = 0) -> None:
+        self.rng = random.Random(seed)
+        self.live = set(live_ids)
+        self.next_id = next_id
+
+    def _new_row(self) -> dict[str, Any]:
+        row = host(self.rng, self.next_id)
+        self.next_id += 1
+        return dict(zip(COLUMNS, row, strict=True))
+
+    def _pick(self, exclude: set[int] | None = None) -> int | None:
+        candidates = self.live - (exclude or set())
+        return self.rng.choice(sorted(candidates)) if candidates else None
+
+    def _update(self, host_id: int, location: bool) -> Op:
+        rng = self.rng
+        values: dict[str, Any] = {}
+        if location or rng.random() < 0.3:
+            city, country = rng.choice(PLACES)
+            values["location"] = f"{city}, {country}" if rng.random() > 0.05 else None
+        choices = {
+            "name": lambda: host_name(rng) if rng.random() > 0.05 else "",
+            "response_time": lambda: rng.choice(RESPONSE_TIMES),
+            "response_rate": lambda: f"{rng.randrange(0, 101)}%" if rng.random() > 0.1 else None,
+        }
+        for col in rng.sample(sorted(choices), rng.randrange(0 if values else 1, 3)):
+            values[col] = choices[col]()
+        return Op(UPDATE, host_id, values)
+
+    def transaction(self) -> Transaction:
+        kind = self.rng.choices(SCENARIOS, WEIGHTS)[0]
+        target = self._pick()
+        if target is None or kind == "insert":
+            row = self._new_row()
+            self.live.add(row["id"])
+            return [Op(INSERT, row["id"], row)]
+        if kind in ("update", "update_location"):
+            return [self._update(target, kind == "update_location")]
+        if kind == "multi_update":
+            ops = [self._update(target, True)]
+            for _ in range(self.rng.randrange(1, 4)):
+                other = self._pick() if self.rng.random() < 0.6 else target
+                ops.append(self._update(other or target, self.rng.random() < 0.5))
+            return ops
+        if kind == "delete":
+            self.live.discard(target)
+            return [Op(DELETE, target)]
+        if kind == "insert_delete":
+            row = self._new_row()
+            return [Op(INSERT, row["id"], row), Op(DELETE, row["id"])]
+        if kind == "update_delete":
+            self.live.discard(target)
+            return [self._update(target, True), Op(DELETE, target)]
+        # delete_reinsert: the same id comes back with new values
+        row = self._new_row()
+        row["id"] = target
+        if row["url"]:
+            row["url"] = f"https://www.airbnb.com/users/show/{target}"
+        return [Op(DELETE, target), Op(INSERT, target, row)]
+
+    def plan(self, transactions: int) -> list[Transaction]:
+        return [self.transaction() for _ in range(transactions)]
+
+
+def apply_to_model(model: dict[int, dict[str, Any]], txns: list[Transaction]) -> None:
+    """Pure: what the table should look like after the transactions (for tests, reconcile)."""
+    for txn in txns:
+        for op in txn:
+            if op.kind == INSERT:
+                model[op.id] = dict(op.values)
+            elif op.kind == UPDATE:
+                model[op.id].update(op.values)
+            else:
+                del model[op.id]
+
+
+def execute(conn: psycopg.Connection, txn: Transaction) -> None:
+    """Run one planned transaction and commit it."""
+    src = settings.load_pipeline().source
+    table = sql.SQL("{}.{}").format(sql.Identifier(src.schema), sql.Identifier(src.table))
+    key = sql.Identifier(src.primary_key)
+    with conn.transaction():
+        for op in txn:
+            if op.kind == INSERT:
+                cols = list(op.values)
+                conn.execute(sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
+                    table, sql.SQL(", ").join(map(sql.Identifier, cols)),
+                    sql.SQL(", ").join(sql.Placeholder() * len(cols))),
+                    list(op.values.values()))
+            elif op.kind == UPDATE:
+                sets = sql.SQL(", ").join(
+                    sql.SQL("{} = %s").format(sql.Identifier(c)) for c in op.values)
+                conn.execute(sql.SQL("UPDATE {} SET {} WHERE {} = %s").format(table, sets, key),
+                             [*op.values.values(), op.id])
+            else:
+                conn.execute(sql.SQL("DELETE FROM {} WHERE {} = %s").format(table, key), [op.id])
+
+
+def run_workload(
+    dsn: str, *, duration: float | None = None, transactions: int | None = None,
+    rate: float = 40.0, seed: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Run planned transactions at ~`rate`/s until `duration` seconds or `transactions` done."""
+    if duration is None and transactions is None:
+        raise ValueError("run_workload needs duration or transactions")
+    seed = random.randrange(2**31) if seed is None else seed
+    src = settings.load_pipeline().source
+    counts = {INSERT: 0, UPDATE: 0, DELETE: 0}
+    done = 0
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        ids = {r[0] for r in conn.execute(sql.SQL("SELECT {} FROM {}.{}").format(
+            sql.Identifier(src.primary_key), sql.Identifier(src.schema),
+            sql.Identifier(src.table)))}
+        planner = Planner(ids, max(ids, default=0) + 1, seed)
+        start = time.monotonic()
+        last_report = start
+        while True:
+            now = time.monotonic()
+            if transactions is not None and done >= transactions:
+                break
+            if duration is not None and now - start >= duration:
+                break
+            txn = planner.transaction()
+            execute(conn, txn)
+            done += 1
+            for op in txn:
+                counts[op.kind] += 1
+            if progress and now - last_report >= 5:
+                progress(f"workload: {done} transactions ({counts})")
+                last_report = now
+            if rate > 0:
+                time.sleep(max(0.0, start + done / rate - time.monotonic()))
+        lsn = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0]  # type: ignore
+    return {"seed": seed, "transactions": done, "inserts": counts[INSERT],
+            "updates": counts[UPDATE], "deletes": counts[DELETE],
+            "seconds": round(time.monotonic() - start, 3), "last_lsn": lsn}

@@ -1,0 +1,47 @@
+"""change_seq: fixed width, string order == (LSN, position) order, full load first."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dms_emitter.change_seq import (
+    MAX_LSN,
+    MAX_POSITION,
+    WIDTH,
+    change_seq,
+    full_load_seq,
+    split_change_seq,
+)
+
+lsn = st.integers(1, MAX_LSN)
+pos = st.integers(1, MAX_POSITION)
+
+
+@given(lsn, pos)
+def test_fixed_width_and_round_trip(commit_lsn: int, position: int) -> None:
+    seq = change_seq(commit_lsn, position)
+    assert len(seq) == WIDTH and seq.isdigit()
+    assert split_change_seq(seq) == (commit_lsn, position)
+
+
+@given(st.lists(st.tuples(lsn, pos), min_size=2, max_size=30, unique=True))
+def test_string_order_is_change_order(changes: list[tuple[int, int]]) -> None:
+    ordered = sorted(changes)
+    seqs = [change_seq(*c) for c in ordered]
+    assert all(a < b for a, b in zip(seqs, seqs[1:], strict=False))  # strictly increasing
+
+
+@given(st.integers(1, MAX_POSITION), lsn, pos)
+def test_full_load_rows_order_before_every_cdc_change(row: int, commit_lsn: int, p: int) -> None:
+    assert full_load_seq(row) < change_seq(commit_lsn, p)
+
+
+def test_out_of_range_is_rejected_clearly() -> None:
+    with pytest.raises(ValueError, match="position in transaction 0"):
+        change_seq(5, 0)
+    with pytest.raises(ValueError, match="commit LSN"):
+        change_seq(MAX_LSN + 1, 1)
+    with pytest.raises(ValueError, match="35 decimal digits"):
+        split_change_seq("12x")

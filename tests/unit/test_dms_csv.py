@@ -1,0 +1,99 @@
+"""DMS CSV: round trips for awkward text, NULL vs empty string, names, clear parse errors."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cdclab import settings
+from dms_emitter.change_seq import change_seq
+from dms_emitter.dms_csv import (
+    CsvFormat,
+    DmsCsvError,
+    DmsRow,
+    cdc_file_name,
+    chunk_lines,
+    encode_file,
+    encode_row,
+    format_ts,
+    load_file_name,
+    parse_dms_csv,
+    parse_ts,
+)
+
+COLUMNS = ["id", "url", "name", "since", "location", "response_time", "response_rate"]
+FMT = CsvFormat.from_settings(settings.load_pipeline().dms)
+awkward = st.one_of(
+    st.none(), st.just(""), st.sampled_from(['a, "b"', "O'Brien", "x\ny", "\r\n", '"', ","]),
+    st.text(st.characters(blacklist_categories=["Cs"]), max_size=25),
+)
+moments = st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1),
+                       timezones=st.just(UTC))
+rows = st.builds(
+    DmsRow, st.sampled_from("IUD"), moments,
+    st.lists(awkward, min_size=len(COLUMNS), max_size=len(COLUMNS)).map(tuple),
+    st.builds(change_seq, st.integers(0, 2**64 - 1), st.integers(1, 10**15 - 1)),
+)
+
+
+@given(st.lists(rows, max_size=10))
+def test_round_trip(dms_rows: list[DmsRow]) -> None:
+    text = encode_file(COLUMNS, [encode_row(r, FMT) for r in dms_rows], FMT)
+    parsed = parse_dms_csv(text, "test.csv", FMT)
+    assert len(parsed) == len(dms_rows)
+    for got, want in zip(parsed, dms_rows, strict=True):
+        assert got["Op"] == want.op
+        assert parse_ts(got["last_updated_ts"]) == want.ts
+        assert tuple(got[c] for c in COLUMNS) == want.values
+        assert got["change_seq"] == want.change_seq
+
+
+def test_null_is_unquoted_empty_and_empty_string_is_quoted() -> None:
+    row = DmsRow("U", datetime(2026, 1, 2, 3, 4, 5, 6, UTC), ("1", None, "", "a,b", None,
+                                                              'say "hi"', "Zürich"), "0" * 35)
+    assert encode_row(row) == (
+        'U,2026-01-02 03:04:05.000006,1,,"","a,b",,"say ""hi""",Zürich,' + "0" * 35 + "\n"
+    )
+
+
+def test_timestamps_are_utc() -> None:
+    plus2 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC).astimezone(
+        __import__("datetime").timezone(timedelta(hours=2)))
+    assert format_ts(plus2) == "2026-01-01 12:00:00.000000"
+    with pytest.raises(ValueError, match="no time zone"):
+        format_ts(datetime(2026, 1, 1))
+
+
+def test_file_names() -> None:
+    assert load_file_name(1) == "LOAD00000001.csv"
+    t = datetime(2026, 11, 22, 10, 15, 0, 123456, UTC)
+    first = cdc_file_name(t)
+    assert first == "20261122-101500123.csv"
+    second = cdc_file_name(t, first)
+    assert second == "20261122-101500124.csv"
+    assert cdc_file_name(t - timedelta(seconds=1), second) > second  # clock went back
+
+
+@given(st.lists(st.text(max_size=30).map(lambda s: s + "\n"), max_size=30), st.integers(1, 64))
+def test_chunks_keep_every_line_in_order_within_size(lines: list[str], limit: int) -> None:
+    groups = list(chunk_lines(lines, limit))
+    assert [x for g in groups for x in g] == lines
+    for g in groups:
+        assert len(g) == 1 or sum(len(x.encode()) for x in g) <= limit
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("", "f.csv:1: empty file"),
+    ("a,b\n", "f.csv:1: header"),
+    ("Op,x,change_seq\nI,1\n", "f.csv:2: 2 fields, header has 3"),
+    ('Op,x,change_seq\nI,"a\nb",1\nZ,1,2\n', "f.csv:4: unknown Op 'Z'"),
+    ('Op,x,change_seq\nI,"never closed,1\n', "f.csv:2: quoted field never closed"),
+    ('Op,x,change_seq\nI,a"b,1\n', "f.csv:2: stray quote"),
+    ('Op,x,change_seq\nI,"a"b,1\n', "f.csv:2: unexpected 'b' after a closing quote"),
+])
+def test_parse_errors_name_file_and_line(text: str, message: str) -> None:
+    with pytest.raises(DmsCsvError, match=message.replace("(", r"\(")):
+        parse_dms_csv(text, "f.csv")
