@@ -14,8 +14,9 @@ WATCHER_STATE = ("watcher", "state.json")  # lambda_shim.watcher.state_path
 class WatcherService(Service):
     name = "watcher"
 
-    def __init__(self, interval: float | None = None) -> None:
-        self.interval = interval
+    def __init__(self, interval: float | None = None,
+                 full_scan_seconds: float | None = None) -> None:
+        self.interval, self.full_scan_seconds = interval, full_scan_seconds
         self._started_at = 0.0
 
     def prepare(self, ctx: StackContext) -> None:
@@ -28,7 +29,9 @@ class WatcherService(Service):
         }
         if self.interval is not None:
             env[settings.ENV_WATCH_INTERVAL] = str(self.interval)
-        return ProcessSpec(argv=python_module("lambda_shim"), env=env)
+        args = [] if self.full_scan_seconds is None else [
+            "--full-scan-seconds", str(self.full_scan_seconds)]
+        return ProcessSpec(argv=python_module("lambda_shim", *args), env=env)
 
     def healthy(self, ctx: StackContext) -> bool:
         # the state file persists across restarts: healthy once THIS start rewrote it

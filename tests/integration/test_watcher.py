@@ -1,0 +1,120 @@
+"""Invariant 5, no stranded files: real MinIO + the real local Glue API + the watcher
+process. Files land while a (sleeping) run holds the only concurrency slot; every file
+must get a run that started after it landed, with no further upload."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import boto3
+import pytest
+
+from cdclab import settings
+from cdclab.services.base import StackContext, start_service
+from cdclab.services.glue_api import GlueApiService
+from cdclab.services.watcher import WATCHER_STATE, WatcherService
+
+pytestmark = pytest.mark.integration
+
+JOB = """
+import sys, time
+args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+time.sleep(float(args.get("--sleep", "2")))
+"""
+
+
+def upload(s3, bucket: str, key: str) -> datetime:
+    s3.put_object(Bucket=bucket, Key=key, Body=b"Op,id\nI,1\n")
+    # our clock once the PUT returned (the object has landed); Last-Modified is whole
+    # seconds, too coarse to tell a run started in the same second
+    return datetime.now(UTC)
+
+
+def read_state(ctx: StackContext) -> dict:
+    return json.loads(ctx.state_dir.joinpath(*WATCHER_STATE).read_text())
+
+
+def runs(glue, job: str) -> list[dict]:
+    return glue.get_job_runs(JobName=job)["JobRuns"]
+
+
+def wait_for(check, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def covered(glue, job: str, landed: dict[str, datetime]) -> bool:
+    """Every file has a run that started after it landed and did not fail."""
+    all_runs = runs(glue, job)
+    return all(
+        any(r["StartedOn"] >= at and r["JobRunState"] in ("STARTING", "RUNNING", "SUCCEEDED")
+            for r in all_runs)
+        for at in landed.values()
+    )
+
+
+def test_files_landing_during_a_run_are_not_stranded(minio, tmp_path: Path):
+    p = settings.load_pipeline()
+    bucket, prefix, job = p.lake.bronze_bucket, p.bronze_prefix, p.glue_job.name
+    s3 = minio["s3"]
+    ctx = StackContext(state_dir=tmp_path / "state", env=dict(minio["env"]))
+    glue_running = start_service(GlueApiService(warm=False), ctx)
+    watcher = WatcherService(interval=0.2, full_scan_seconds=3)
+    watcher_running = None
+    try:
+        glue = boto3.client("glue", endpoint_url=ctx.env[settings.ENV_GLUE_ENDPOINT],
+                            region_name="us-east-1", aws_access_key_id="x",
+                            aws_secret_access_key="y")
+        script = tmp_path / "job.py"
+        script.write_text(JOB)
+        glue.create_job(Name=job, Role="r", ExecutionProperty={"MaxConcurrentRuns": 1},
+                        Command={"Name": "glueetl", "ScriptLocation": str(script)})
+        watcher_running = start_service(watcher, ctx)
+
+        landed = {}
+        key = f"{prefix}/LOAD00000001.csv"
+        landed[key] = upload(s3, bucket, key)
+        first = wait_for(lambda: [r for r in runs(glue, job) if r["JobRunState"] == "RUNNING"],
+                         20, "the first run to start")[0]
+        for name in ("20261122-101500123.csv", "20261122-101500456.csv"):
+            key = f"{prefix}/{name}"
+            landed[key] = upload(s3, bucket, key)  # lands while the first run is going
+        # ...and, once the cursor passed them, a name that sorts BEFORE it (out of order):
+        # only the periodic full re-list can find it
+        wait_for(lambda: read_state(ctx)["cursor"] == key, 10, "the cursor to advance")
+        key = f"{prefix}/20261122-101400000.csv"
+        landed[key] = upload(s3, bucket, key)
+        assert runs(glue, job)[0]["Id"] == first["Id"]  # still the only run
+
+        wait_for(lambda: covered(glue, job, landed), 45, "every file to be covered by a run")
+        later = [r for r in runs(glue, job) if r["StartedOn"] > first["StartedOn"]]
+        assert len(later) >= 1
+        # the watcher itself found every file, the out-of-order one by a full re-list
+        wait_for(lambda: set(read_state(ctx)["seen"]) == set(landed), 10, "all files seen")
+        wait_for(lambda: not read_state(ctx)["pending"], 10, "no pending")
+
+        # a crash while a file is pending: the restarted watcher replays it
+        wait_for(lambda: all(r["JobRunState"] == "SUCCEEDED" for r in runs(glue, job)),
+                 20, "the runs to finish")
+        glue.start_job_run(JobName=job, Arguments={"--sleep": "6"})  # holds the only slot
+        key = f"{prefix}/20261122-101600000.csv"
+        landed[key] = upload(s3, bucket, key)
+        wait_for(lambda: read_state(ctx)["pending"], 10, "pending file")
+        os.killpg(watcher_running.proc.pid, signal.SIGKILL)
+        watcher_running.proc.wait(10)
+        watcher_running = start_service(WatcherService(interval=0.2, full_scan_seconds=3), ctx)
+        wait_for(lambda: covered(glue, job, landed), 45, "the replayed file to get a run")
+    finally:
+        if watcher_running is not None:
+            watcher_running.stop()
+        glue_running.stop()
