@@ -107,6 +107,7 @@ class Emitter:
         with psycopg.connect(cfg.dsn, autocommit=True) as admin:
             repl.ensure_publication(admin, cfg.publication, cfg.schema, cfg.table)
             columns = repl.table_columns(admin, cfg.schema, cfg.table)
+            repl.wait_slot_released(admin, cfg.slot)
             slot_lsn = repl.slot_confirmed_lsn(admin, cfg.slot)
             if self.state.get("phase") != PHASE_STREAMING and slot_lsn is not None:
                 self.log(f"slot {cfg.slot} exists but the full load never finished: "

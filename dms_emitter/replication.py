@@ -34,6 +34,20 @@ def slot_confirmed_lsn(conn: psycopg.Connection, slot: str) -> int | None:
     return pg.parse_lsn(row[0]) if row[0] else 0
 
 
+def wait_slot_released(conn: psycopg.Connection, slot: str, timeout: float = 30.0) -> None:
+    """A crashed emitter's walsender may hold the slot for a moment after the crash."""
+    deadline = time.monotonic() + timeout
+    while True:
+        row = conn.execute("SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s",
+                           (slot,)).fetchone()
+        if row is None or row[0] is None:
+            return
+        if time.monotonic() > deadline:
+            raise ReplicationError(f"slot {slot!r} is still in use by PID {row[0]} after "
+                                   f"{timeout:.0f}s: is another emitter running?")
+        time.sleep(0.2)
+
+
 def drop_slot(conn: psycopg.Connection, slot: str) -> None:
     conn.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
 
