@@ -166,3 +166,44 @@ def raw_call(endpoint: str, op: str, body: dict) -> dict:
         "X-Amz-Target": f"AWSGlue.{op}", "Content-Type": "application/x-amz-json-1.1"})
     with urllib.request.urlopen(req, timeout=5) as resp:
         return json.loads(resp.read())
+
+
+SPARK_JOB = """
+import sys
+from pyspark import SparkContext
+from pyspark.sql import SparkSession
+sc = SparkContext.getOrCreate()
+spark = SparkSession.builder.getOrCreate()
+n = spark.range(10).count()
+print('CDCLAB_METRICS {"app": "%s", "n": %d}' % (sc.applicationId, n))
+"""
+
+
+def local_session(env):
+    from pyspark.sql import SparkSession
+
+    return (SparkSession.builder.master("local[1]").appName("glue-local-test")
+            .config("spark.ui.enabled", "false")
+            .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+
+
+@pytest.mark.slow
+def test_spark_runs_share_one_warm_session(tmp_path):
+    script = tmp_path / "spark_job.py"
+    script.write_text(SPARK_JOB)
+    with running_server(tmp_path / "state", env={}, quiet=True,
+                        session_factory=local_session) as server:
+        client = boto3.client("glue", endpoint_url=server.endpoint, region_name="us-east-1",
+                              aws_access_key_id="x", aws_secret_access_key="y")
+        client.create_job(Name="sparky", Role="r",
+                          Command={"Name": "glueetl", "ScriptLocation": str(script)})
+        metrics = []
+        for _ in range(2):
+            run_id = client.start_job_run(JobName="sparky")["JobRunId"]
+            run = wait_final(client, run_id, job="sparky", timeout=120)
+            assert run["JobRunState"] == "SUCCEEDED", run.get("ErrorMessage")
+            raw = raw_call(server.endpoint, "GetJobRun", {"JobName": "sparky", "RunId": run_id})
+            metrics.append(raw["JobRun"]["Metrics"])
+        assert metrics[0]["n"] == 10
+        assert metrics[0]["app"] == metrics[1]["app"]  # same SparkContext: no second JVM start
+        server.ctx.runner.session().stop()
