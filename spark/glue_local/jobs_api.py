@@ -122,6 +122,9 @@ class JobStore:
         self.jobs_dir = self.root / "jobs"
         self.runs_dir = self.root / "runs"
         self.lock = threading.RLock()
+        # job -> run id -> run; this process is the only writer, so the cache stays
+        # true and StartJobRun's concurrency check needn't re-read every run file
+        self._runs: dict[str, dict[str, dict]] = {}
 
     def get_job(self, name: str) -> dict | None:
         path = self.jobs_dir / _fname(name)
@@ -147,16 +150,25 @@ class JobStore:
         jobs = [json.loads(p.read_text()) for p in self.jobs_dir.glob("*.json")]
         return sorted(jobs, key=lambda j: j["Name"])
 
+    def _job_runs(self, job_name: str) -> dict[str, dict]:
+        with self.lock:
+            if job_name not in self._runs:
+                folder = self.runs_dir / quote(job_name, safe="")
+                runs = (json.loads(p.read_text()) for p in folder.glob("*.json"))
+                self._runs[job_name] = {r["Id"]: r for r in runs}
+            return self._runs[job_name]
+
     def get_run(self, job_name: str, run_id: str) -> dict | None:
-        path = self.runs_dir / quote(job_name, safe="") / _fname(run_id)
-        return json.loads(path.read_text()) if path.exists() else None
+        run = self._job_runs(job_name).get(run_id)
+        return dict(run) if run is not None else None
 
     def put_run(self, run: dict) -> None:
-        _write_json(self.runs_dir / quote(run["JobName"], safe="") / _fname(run["Id"]), run)
+        with self.lock:
+            _write_json(self.runs_dir / quote(run["JobName"], safe="") / _fname(run["Id"]), run)
+            self._job_runs(run["JobName"])[run["Id"]] = dict(run)
 
     def list_runs(self, job_name: str) -> list[dict]:
-        folder = self.runs_dir / quote(job_name, safe="")
-        runs = [json.loads(p.read_text()) for p in folder.glob("*.json")]
+        runs = [dict(r) for r in self._job_runs(job_name).values()]
         return sorted(runs, key=lambda r: r["StartedOn"], reverse=True)  # newest first
 
     def recover(self, now: float) -> list[dict]:

@@ -139,9 +139,10 @@ def test_runs_survive_restart_and_interrupted_runs_fail(tmp_path):
     queued = jobs_api.new_run(job, {}, 101.0)
     store.put_run(running)
     store.put_run(queued)
-    requeue = jobs_api.JobStore(tmp_path).recover(now=200.0)
+    restarted = jobs_api.JobStore(tmp_path)  # a new process
+    requeue = restarted.recover(now=200.0)
     assert [r["Id"] for r in requeue] == [queued["Id"]]
-    failed = store.get_run("j", running["Id"])
+    failed = jobs_api.JobStore(tmp_path).get_run("j", running["Id"])  # persisted
     assert failed["JobRunState"] == "FAILED" and "stopped while this run was RUNNING" in (
         failed["ErrorMessage"])
     assert failed["CompletedOn"] == 200.0
