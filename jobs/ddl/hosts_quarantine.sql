@@ -1,0 +1,14 @@
+-- Quarantine: bronze records the job could not parse or validate; one row per
+-- (source_file, record_number), so replays add no duplicates. record_number counts CSV
+-- records from 1 (the header); line_number is where the record starts.
+CREATE TABLE IF NOT EXISTS job_catalog.airbnb.hosts_quarantine (
+  source_file STRING,
+  record_number BIGINT,
+  line_number BIGINT,
+  reason STRING,
+  raw_fields STRING,          -- the raw record text
+  run_id STRING,
+  quarantined_at TIMESTAMP
+)
+USING iceberg
+TBLPROPERTIES ('format-version' = '2', 'write.format.default' = 'parquet');
