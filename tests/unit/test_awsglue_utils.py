@@ -114,3 +114,24 @@ def test_catalog_api_round_trip_and_glue_errors(tmp_path) -> None:
     ops["DeleteDatabase"](ctx, {"Name": "airbnb"})
     with pytest.raises(GlueError, match="EntityNotFoundException"):
         ops["GetDatabase"](ctx, {"Name": "airbnb"})
+
+
+def test_session_conf_local_and_aws(tmp_path, monkeypatch) -> None:
+    from glue_local import spark_session
+
+    monkeypatch.setattr(spark_session.settings, "spark_jars", lambda: [tmp_path / "a.jar"])
+    (tmp_path / "a.jar").write_text("")
+    env = {"CDCLAB_STATE_DIR": str(tmp_path), "AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9",
+           "CDCLAB_CATALOG_URI": "http://127.0.0.1:8", "AWS_ACCESS_KEY_ID": "k",
+           "AWS_SECRET_ACCESS_KEY": "s"}
+    local = spark_session.session_conf(env, master="local[1]")
+    assert local["spark.jars"] == str(tmp_path / "a.jar")
+    assert local["spark.ui.enabled"] == "false" and local["spark.sql.shuffle.partitions"] == "2"
+    assert local["spark.sql.catalog.job_catalog.uri"] == "http://127.0.0.1:8"
+    assert local["spark.sql.warehouse.dir"].startswith(str(tmp_path))
+    aws = spark_session.session_conf({"CDCLAB_PROFILE": "aws", "CDCLAB_STATE_DIR": "/s"})
+    assert aws["spark.sql.catalog.job_catalog.catalog-impl"].endswith("GlueCatalog")
+    assert "spark.hadoop.fs.s3a.endpoint" not in aws
+    (tmp_path / "a.jar").unlink()
+    with pytest.raises(FileNotFoundError, match="a.jar"):
+        spark_session.session_conf(env)
