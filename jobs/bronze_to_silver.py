@@ -254,7 +254,7 @@ def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id:
     )
     latest.createOrReplaceTempView("batch_latest")
     # Classify against the current tables; MERGE re-checks the same conditions.
-    spark.sql(f"""
+    src = spark.sql(f"""
         SELECT l.*, CASE
             WHEN t.id IS NULL THEN IF(l.Op = 'D', 'noop', 'insert')
             WHEN l.change_seq <= t.change_seq THEN 'stale'
@@ -263,7 +263,8 @@ def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id:
         LEFT JOIN {tombstones} d ON l.id = d.id
         LEFT JOIN {silver} t ON l.id = t.id
         WHERE d.id IS NULL OR l.change_seq > d.change_seq
-    """).cache().createOrReplaceTempView("batch_src")
+    """).cache()  # evaluated once, before the MERGE changes silver
+    src.createOrReplaceTempView("batch_src")
     counts = {r.action: r.n for r in spark.sql(
         "SELECT action, count(*) AS n FROM batch_src GROUP BY action").collect()}
     applied_ts = [r.ts for r in spark.sql(f"""
@@ -298,6 +299,7 @@ def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id:
         WHEN NOT MATCHED THEN INSERT (id, change_seq, deleted_at)
             VALUES (s.id, s.change_seq, s.deleted_at)
     """)
+    src.unpersist()  # the runner's session is warm and shared by later runs
     parsed.unpersist()
     return metrics | {
         "valid": metrics["rows_read"] - metrics["quarantined"],
@@ -311,10 +313,11 @@ def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id:
 
 
 def main() -> None:
+    from pyspark.context import SparkContext
+
     from awsglue.context import GlueContext
     from awsglue.job import Job
     from awsglue.utils import getResolvedOptions
-    from pyspark.context import SparkContext
 
     args = getResolvedOptions(sys.argv, [
         "JOB_NAME", "bronze_database", "bronze_table", "silver_table", "tombstone_table",
