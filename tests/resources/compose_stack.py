@@ -78,9 +78,19 @@ class ComposeStackHandle(StackHandle):
         return None
 
 
+def require_compose_plugin() -> None:
+    """testcontainers drives `docker compose`: say what is missing instead of a trace."""
+    done = subprocess.run(["docker", "compose", "version"], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(
+            "`docker compose` (the Compose CLI plugin) is not installed: run "
+            "scripts/bootstrap.sh, or install it into ~/.docker/cli-plugins/docker-compose")
+
+
 def compose_stack() -> Iterator[StackHandle]:
     from testcontainers.compose import DockerCompose
 
+    require_compose_plugin()
     with tempfile.TemporaryDirectory(prefix="cdclab-compose-") as tmp:
         ports = {var: free_port() for var in PUBLISHED}
         creds = credentials.generate()
