@@ -1,0 +1,63 @@
+"""DMS settings derived only from pipeline.toml [dms] — what the emitter writes (pure)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cdclab.settings import PipelineSettings
+
+MIGRATION_TYPE = "full-load-and-cdc"  # "migrate existing data and replicate ongoing changes"
+CHANGE_SEQ_EXPRESSION = "$AR_H_CHANGE_SEQ"
+
+
+def s3_target_settings(p: PipelineSettings, *, bucket: str, role_arn: str) -> dict[str, Any]:
+    """S3Settings of the DMS target endpoint, field for field the emitter's format."""
+    d = p.dms
+    return {
+        "ServiceAccessRoleArn": role_arn,
+        "BucketName": bucket,
+        "BucketFolder": d.bucket_folder,
+        "DataFormat": d.data_format,
+        "AddColumnName": d.add_column_name,
+        "IncludeOpForFullLoad": d.include_op_for_full_load,
+        "TimestampColumnName": d.timestamp_column_name,
+        "CsvDelimiter": d.csv_delimiter,
+        "CsvRowDelimiter": d.csv_row_delimiter,
+        "CsvNullValue": d.csv_null_value,
+        "CdcMaxBatchInterval": d.cdc_max_batch_interval_seconds,
+        "CdcMinFileSize": d.cdc_min_file_size_kb,
+        "MaxFileSize": d.max_file_size_kb,
+    }
+
+
+def table_mappings(p: PipelineSettings) -> dict[str, Any]:
+    """Select the source table and add the change-sequence column the job dedups by."""
+    locator = {"schema-name": p.source.schema, "table-name": p.source.table}
+    return {
+        "rules": [
+            {
+                "rule-type": "selection",
+                "rule-id": "1",
+                "rule-name": "include-source-table",
+                "object-locator": locator,
+                "rule-action": "include",
+            },
+            {
+                "rule-type": "transformation",
+                "rule-id": "2",
+                "rule-name": "add-change-seq",
+                "rule-target": "column",
+                "object-locator": locator,
+                "rule-action": "add-column",
+                "value": p.dms.change_seq_column,
+                "expression": CHANGE_SEQ_EXPRESSION,
+                # AR_H_CHANGE_SEQ is a 35-character numeric string
+                "data-type": {"type": "string", "length": 50},
+            },
+        ]
+    }
+
+
+def table_mappings_json(p: PipelineSettings) -> str:
+    return json.dumps(table_mappings(p), sort_keys=True)

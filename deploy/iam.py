@@ -1,0 +1,153 @@
+"""Least-privilege IAM policy documents, scoped to this stack's resources (pure).
+
+Every statement names its buckets/prefixes, Glue database, job or Lambda. The one
+unavoidable "*" resource (cloudwatch:PutMetricData has no resource-level permissions)
+is pinned to the Glue namespace by a condition.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cdclab.settings import PipelineSettings
+from deploy.options import StackNames
+
+VERSION = "2012-10-17"
+Policy = dict[str, Any]
+
+
+def _doc(*statements: dict[str, Any]) -> Policy:
+    return {"Version": VERSION, "Statement": list(statements)}
+
+
+def _allow(sid: str, actions: list[str], resources: list[str], **extra: Any) -> dict[str, Any]:
+    return {"Sid": sid, "Effect": "Allow", "Action": actions, "Resource": resources, **extra}
+
+
+def trust_policy(service: str, *, source_account: str | None = None) -> Policy:
+    stmt: dict[str, Any] = {
+        "Effect": "Allow",
+        "Principal": {"Service": service},
+        "Action": "sts:AssumeRole",
+    }
+    if source_account:  # confused-deputy guard
+        stmt["Condition"] = {"StringEquals": {"aws:SourceAccount": source_account}}
+    return _doc(stmt)
+
+
+def _bucket(name: str) -> str:
+    return f"arn:aws:s3:::{name}"
+
+
+def _objects(bucket: str, prefix: str) -> str:
+    return f"arn:aws:s3:::{bucket}/{prefix}/*"
+
+
+def _list_prefix(sid: str, bucket: str, prefix: str) -> dict[str, Any]:
+    return _allow(
+        sid,
+        ["s3:ListBucket"],
+        [_bucket(bucket)],
+        Condition={"StringLike": {"s3:prefix": [prefix, f"{prefix}/*"]}},
+    )
+
+
+def glue_job_policy(n: StackNames, p: PipelineSettings, *, temp_prefix: str) -> Policy:
+    """Read bronze files and the script, write the silver warehouse, use this database."""
+    region, account, db = n.region, n.account_id, p.lake.glue_database
+    wh = p.lake.warehouse_prefix
+    script_prefix = p.glue_job.script.rsplit("/", 1)[0]
+    glue = f"arn:aws:glue:{region}:{account}"
+    return _doc(
+        _allow(
+            "BucketLocation",
+            ["s3:GetBucketLocation"],
+            [_bucket(b) for b in (n.bronze_bucket, n.silver_bucket, n.scripts_bucket)],
+        ),
+        _allow("ReadBronze", ["s3:GetObject"], [_objects(n.bronze_bucket, p.bronze_prefix)]),
+        _list_prefix("ListBronze", n.bronze_bucket, p.bronze_prefix),
+        _allow("ReadScript", ["s3:GetObject"], [_objects(n.scripts_bucket, script_prefix)]),
+        _allow(
+            "TempDir",
+            ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+            [_objects(n.scripts_bucket, temp_prefix)],
+        ),
+        _list_prefix("ListTempDir", n.scripts_bucket, temp_prefix),
+        _allow(
+            "SilverWarehouse",
+            ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+            [_objects(n.silver_bucket, wh)],
+        ),
+        _list_prefix("ListSilverWarehouse", n.silver_bucket, wh),
+        _allow(
+            "GlueCatalog",
+            [
+                "glue:GetDatabase",
+                "glue:GetTable",
+                "glue:GetTables",
+                "glue:CreateTable",
+                "glue:UpdateTable",
+                "glue:DeleteTable",
+                "glue:GetPartition",
+                "glue:GetPartitions",
+                "glue:BatchGetPartition",
+            ],
+            [f"{glue}:catalog", f"{glue}:database/{db}", f"{glue}:table/{db}/*"],
+        ),
+        _allow(
+            "JobLogs",
+            ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
+            [f"arn:aws:logs:{region}:{account}:log-group:/aws-glue/*"],
+        ),
+        _allow(
+            "JobMetrics",
+            ["cloudwatch:PutMetricData"],
+            ["*"],
+            Condition={"StringEquals": {"cloudwatch:namespace": "Glue"}},
+        ),
+    )
+
+
+def lambda_policy(n: StackNames, *, job_name: str) -> Policy:
+    """Start (and look at runs of) this one Glue job; write this function's logs."""
+    log_group = f"arn:aws:logs:{n.region}:{n.account_id}:log-group:/aws/lambda/{n.lambda_function}"
+    return _doc(
+        _allow(
+            "StartThisJob",
+            ["glue:StartJobRun", "glue:GetJobRun", "glue:GetJobRuns"],
+            [f"arn:aws:glue:{n.region}:{n.account_id}:job/{job_name}"],
+        ),
+        _allow("CreateLogGroup", ["logs:CreateLogGroup"], [log_group]),
+        _allow("WriteLogs", ["logs:CreateLogStream", "logs:PutLogEvents"], [f"{log_group}:*"]),
+    )
+
+
+def dms_s3_target_policy(n: StackNames, p: PipelineSettings) -> Policy:
+    """What the DMS S3 target needs, limited to the bronze bucket's DMS folder."""
+    return _doc(
+        _allow(
+            "WriteDmsFolder",
+            ["s3:PutObject", "s3:DeleteObject", "s3:PutObjectTagging"],
+            [_objects(n.bronze_bucket, p.dms.bucket_folder)],
+        ),
+        _allow("ListBronze", ["s3:ListBucket"], [_bucket(n.bronze_bucket)]),
+    )
+
+
+def dms_secret_policy(secret_arn: str) -> Policy:
+    return _doc(_allow("ReadSourceSecret", ["secretsmanager:GetSecretValue"], [secret_arn]))
+
+
+def _as_list(value: Any) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
+
+
+def wildcard_violations(doc: Policy) -> list[str]:
+    """Statements that grant a wildcard action on a wildcard resource (must be none)."""
+    bad = []
+    for stmt in doc["Statement"]:
+        actions = _as_list(stmt.get("Action", []))
+        resources = _as_list(stmt.get("Resource", []))
+        if "*" in actions or ("*" in resources and any("*" in a for a in actions)):
+            bad.append(stmt.get("Sid", str(stmt)))
+    return bad

@@ -1,0 +1,34 @@
+"""The Lambda deployment zip: lambda_shim/lambda_function.py at the archive root.
+
+Deterministic (fixed timestamp and permissions) so the same source always gives the
+same CodeSha256 and a second deploy sees nothing to update.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import zipfile
+from pathlib import Path
+
+from deploy.options import DeployError
+
+FIXED_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+def build_zip(source: Path) -> bytes:
+    if not source.is_file():
+        raise DeployError(f"Lambda source {source} is missing: the zip packages that file")
+    info = zipfile.ZipInfo(source.name, date_time=FIXED_TIME)
+    info.external_attr = 0o644 << 16
+    info.compress_type = zipfile.ZIP_DEFLATED
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr(info, source.read_bytes())
+    return buf.getvalue()
+
+
+def code_sha256(zip_bytes: bytes) -> str:
+    """Lambda's CodeSha256: base64 of the zip's SHA-256."""
+    return base64.b64encode(hashlib.sha256(zip_bytes).digest()).decode()

@@ -1,0 +1,355 @@
+"""The deployment plan: every AWS resource of a stack with its exact settings (pure).
+
+Built from cdclab/pipeline.toml (via cdclab.settings) and DeployOptions only, so
+`--dry-run` needs neither credentials nor network. The applier, the renderer, destroy
+and the tests all read this one list.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cdclab.job_config import glue_default_arguments
+from cdclab.settings import REPO_ROOT, PipelineSettings
+from deploy import catalog, dms, iam
+from deploy.options import STACK_TAG, DeployOptions, StackNames
+
+LAMBDA_SOURCE = REPO_ROOT / "lambda_shim" / "lambda_function.py"
+LAMBDA_RUNTIME = "python3.11"
+LAMBDA_HANDLER = "lambda_function.lambda_handler"
+TEMP_PREFIX = "tmp"  # Glue --TempDir, in the scripts bucket
+SSE_ALGORITHM = "AES256"  # SSE-S3: default encryption with no key to manage
+
+# Kinds in dependency order; destroy walks them backwards.
+KINDS = (
+    "s3-bucket",
+    "s3-object",
+    "iam-role",
+    "glue-database",
+    "glue-table",
+    "glue-job",
+    "lambda-function",
+    "lambda-permission",
+    "s3-notification",
+    "dms-replication-instance",
+    "dms-endpoint",
+    "dms-replication-task",
+)
+
+
+@dataclass(frozen=True)
+class Resource:
+    kind: str
+    name: str
+    settings: dict[str, Any]
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Plan:
+    options: DeployOptions
+    names: StackNames
+    pipeline: PipelineSettings  # pipeline.toml with this stack's bucket names
+    resources: list[Resource]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def tags(self) -> dict[str, str]:
+        return {STACK_TAG: self.names.stack}
+
+    def of_kind(self, kind: str) -> list[Resource]:
+        return [r for r in self.resources if r.kind == kind]
+
+    def get(self, kind: str, name: str) -> Resource:
+        for r in self.resources:
+            if r.kind == kind and r.name == name:
+                return r
+        raise KeyError(f"no {kind} {name!r} in the plan")
+
+
+def aws_pipeline(p: PipelineSettings, n: StackNames) -> PipelineSettings:
+    """The pipeline with this stack's globally unique bucket names; nothing else changes."""
+    lake = dataclasses.replace(
+        p.lake,
+        bronze_bucket=n.bronze_bucket,
+        silver_bucket=n.silver_bucket,
+        scripts_bucket=n.scripts_bucket,
+    )
+    return dataclasses.replace(p, lake=lake)
+
+
+def _bucket(name: str, why: str, tags: dict[str, str]) -> Resource:
+    return Resource(
+        "s3-bucket",
+        name,
+        {
+            "PublicAccessBlock": {
+                "BlockPublicAcls": True,
+                "IgnorePublicAcls": True,
+                "BlockPublicPolicy": True,
+                "RestrictPublicBuckets": True,
+            },
+            "SSEAlgorithm": SSE_ALGORITHM,
+            "Tags": tags,
+        },
+        why,
+    )
+
+
+def _role(
+    name: str, trust: dict[str, Any], policy: dict[str, Any], tags: dict[str, str], why: str
+) -> Resource:
+    return Resource(
+        "iam-role",
+        name,
+        {"AssumeRolePolicyDocument": trust, "InlinePolicies": {name: policy}, "Tags": tags},
+        why,
+    )
+
+
+def build_plan(p: PipelineSettings, opts: DeployOptions) -> Plan:
+    opts.validate()
+    n = StackNames(opts.stack, opts.account_id, opts.region)
+    pa = aws_pipeline(p, n)
+    tags = {STACK_TAG: opts.stack}
+    job = pa.glue_job
+    script_key = job.script  # jobs/bronze_to_silver.py, the file the local tests run
+    temp_dir = f"s3://{n.scripts_bucket}/{TEMP_PREFIX}/"
+    res: list[Resource] = [
+        _bucket(n.bronze_bucket, "DMS CSV files (bronze)", tags),
+        _bucket(n.silver_bucket, "Iceberg warehouse (silver)", tags),
+        _bucket(n.scripts_bucket, "Glue job script and TempDir", tags),
+        Resource(
+            "s3-object",
+            f"s3://{n.scripts_bucket}/{script_key}",
+            {
+                "Bucket": n.scripts_bucket,
+                "Key": script_key,
+                "Source": str(pa.script_path.relative_to(REPO_ROOT)),
+            },
+            "the very job script the local tests run",
+        ),
+        _role(
+            n.glue_role,
+            iam.trust_policy("glue.amazonaws.com"),
+            iam.glue_job_policy(n, pa, temp_prefix=TEMP_PREFIX),
+            tags,
+            "Glue job: read bronze + script, write silver warehouse, this database",
+        ),
+        _role(
+            n.lambda_role,
+            iam.trust_policy("lambda.amazonaws.com"),
+            iam.lambda_policy(n, job_name=job.name),
+            tags,
+            "Lambda: start this Glue job, write its logs",
+        ),
+        _role(
+            n.dms_s3_role,
+            iam.trust_policy("dms.amazonaws.com", source_account=opts.account_id),
+            iam.dms_s3_target_policy(n, pa),
+            tags,
+            "DMS S3 target: write the bronze DMS folder",
+        ),
+    ]
+    if opts.create_source_endpoint:
+        assert opts.source_secret_arn  # validate() checked
+        res.append(
+            _role(
+                n.dms_secrets_role,
+                iam.trust_policy(
+                    f"dms.{opts.region}.amazonaws.com", source_account=opts.account_id
+                ),
+                iam.dms_secret_policy(opts.source_secret_arn),
+                tags,
+                "DMS source endpoint: read the database secret",
+            )
+        )
+    res += [
+        Resource(
+            "glue-database",
+            pa.lake.glue_database,
+            {"DatabaseInput": catalog.database_input(pa), "Tags": tags},
+        ),
+        Resource(
+            "glue-table",
+            f"{pa.lake.glue_database}.{pa.lake.bronze_table}",
+            {
+                "DatabaseName": pa.lake.glue_database,
+                "TableInput": catalog.bronze_table_input(pa, location=pa.bronze_location),
+            },
+            "bronze CSV table (OpenCSVSerde, header skipped)",
+        ),
+        Resource(
+            "glue-job",
+            job.name,
+            {
+                "Role": n.role_arn(n.glue_role),
+                "Command": {
+                    "Name": "glueetl",
+                    "ScriptLocation": f"s3://{n.scripts_bucket}/{script_key}",
+                    "PythonVersion": "3",
+                },
+                "GlueVersion": job.glue_version,
+                "WorkerType": opts.worker_type or job.worker_type,
+                "NumberOfWorkers": opts.workers or job.number_of_workers,
+                "ExecutionProperty": {"MaxConcurrentRuns": job.max_concurrent_runs},
+                "Timeout": job.timeout_minutes,
+                "DefaultArguments": glue_default_arguments(pa, temp_dir=temp_dir),
+                "Tags": tags,
+            },
+        ),
+        Resource(
+            "lambda-function",
+            n.lambda_function,
+            {
+                "Runtime": LAMBDA_RUNTIME,
+                "Handler": LAMBDA_HANDLER,
+                "Role": n.role_arn(n.lambda_role),
+                "Timeout": 30,
+                "MemorySize": 128,
+                "Environment": {"Variables": {"GLUE_JOB_NAME": job.name}},
+                "Source": str(LAMBDA_SOURCE.relative_to(REPO_ROOT)),
+                "Tags": tags,
+            },
+            "lambda_shim's handler: starts the Glue job on new bronze files",
+        ),
+        Resource(
+            "lambda-permission",
+            f"{n.lambda_function}/s3-invoke",
+            {
+                "FunctionName": n.lambda_function,
+                "StatementId": f"{opts.stack}-s3-invoke",
+                "Action": "lambda:InvokeFunction",
+                "Principal": "s3.amazonaws.com",
+                "SourceArn": f"arn:aws:s3:::{n.bronze_bucket}",
+                "SourceAccount": opts.account_id,
+            },
+        ),
+        Resource(
+            "s3-notification",
+            f"{n.bronze_bucket}/{n.notification_id}",
+            {
+                "Bucket": n.bronze_bucket,
+                "Id": n.notification_id,
+                "LambdaFunctionArn": n.lambda_arn,
+                "Events": ["s3:ObjectCreated:*"],
+                "Prefix": f"{pa.bronze_prefix}/",
+                "Suffix": ".csv",
+            },
+        ),
+    ]
+    res += _dms_resources(pa, opts, n, tags)
+    notes = [
+        f"Silver Iceberg tables ({pa.lake.silver_table}, {pa.lake.tombstone_table}, "
+        f"{pa.lake.quarantine_table}) are created by the job itself (CREATE TABLE IF NOT "
+        f"EXISTS, jobs/ddl) on its first run, in Glue database {pa.lake.glue_database} "
+        f"under {pa.warehouse} - one DDL for local and AWS.",
+    ]
+    if not any(r.kind == "dms-replication-task" for r in res):
+        notes.append(
+            "DMS replication task: not planned - it needs a replication instance and a source "
+            "endpoint (--create-replication-instance or --replication-instance-arn; "
+            "--create-source-endpoint ... or --source-endpoint-arn)."
+        )
+    return Plan(opts, n, pa, res, notes)
+
+
+def _dms_resources(
+    pa: PipelineSettings, opts: DeployOptions, n: StackNames, tags: dict[str, str]
+) -> list[Resource]:
+    res = [
+        Resource(
+            "dms-endpoint",
+            n.target_endpoint,
+            {
+                "EndpointType": "target",
+                "EngineName": "s3",
+                "S3Settings": dms.s3_target_settings(
+                    pa, bucket=n.bronze_bucket, role_arn=n.role_arn(n.dms_s3_role)
+                ),
+                "Tags": tags,
+            },
+            "S3 target: the exact file format the local emitter writes",
+        )
+    ]
+    instance: dict[str, str] | None = None
+    source: dict[str, str] | None = None
+    if opts.replication_instance_arn:
+        instance = {"Arn": opts.replication_instance_arn}
+    if opts.create_replication_instance:
+        res.append(
+            Resource(
+                "dms-replication-instance",
+                n.replication_instance,
+                {
+                    "ReplicationInstanceClass": opts.replication_instance_class,
+                    "AllocatedStorage": 20,
+                    "PubliclyAccessible": False,
+                    "MultiAZ": False,
+                    "Tags": tags,
+                },
+                "billed per hour while it exists",
+            )
+        )
+        instance = {"Ref": n.replication_instance}
+    if opts.source_endpoint_arn:
+        source = {"Arn": opts.source_endpoint_arn}
+    if opts.create_source_endpoint:
+        res.append(
+            Resource(
+                "dms-endpoint",
+                n.source_endpoint,
+                {
+                    "EndpointType": "source",
+                    "EngineName": "postgres",
+                    "ServerName": opts.source_host,
+                    "Port": opts.source_port,
+                    "DatabaseName": pa.source.database,
+                    "SslMode": "require",
+                    "PostgreSQLSettings": {
+                        "SecretsManagerSecretId": opts.source_secret_arn,
+                        "SecretsManagerAccessRoleArn": n.role_arn(n.dms_secrets_role),
+                    },
+                    "Tags": tags,
+                },
+                "PostgreSQL source (credentials from Secrets Manager)",
+            )
+        )
+        source = {"Ref": n.source_endpoint}
+    if instance and source:
+        res.append(
+            Resource(
+                "dms-replication-task",
+                n.replication_task,
+                {
+                    "MigrationType": dms.MIGRATION_TYPE,
+                    "TableMappings": dms.table_mappings_json(pa),
+                    "ReplicationInstance": instance,
+                    "SourceEndpoint": source,
+                    "TargetEndpoint": {"Ref": n.target_endpoint},
+                    "Tags": tags,
+                },
+                "migrate existing data and replicate ongoing changes (created, not started)",
+            )
+        )
+    return res
+
+
+def destroy_options(opts: DeployOptions) -> DeployOptions:
+    """Destroy considers every optional piece, whatever flags the deploy used."""
+    return dataclasses.replace(
+        opts,
+        create_replication_instance=True,
+        replication_instance_arn=None,
+        create_source_endpoint=True,
+        source_host=opts.source_host or "<source-host>",
+        source_secret_arn=opts.source_secret_arn or "<secret-arn>",
+        source_endpoint_arn=None,
+    )
+
+
+def source_path(resource: Resource) -> Path:
+    return REPO_ROOT / resource.settings["Source"]
