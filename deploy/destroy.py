@@ -223,12 +223,10 @@ def destroy_plan(
     echo: Callable[[str], None] = print,
 ) -> list[Outcome]:
     ctx = Context(plan, session, wait=wait)
+    removers = {**REMOVERS, "s3-bucket": lambda c, r: _bucket(c, r, delete_data)}
     outcomes = []
     for r in reversed(plan.resources):
-        if r.kind == "s3-bucket":
-            action = _bucket(ctx, r, delete_data)
-        else:
-            action = REMOVERS[r.kind](ctx, r)
+        action = removers[r.kind](ctx, r)
         outcomes.append(Outcome(r.kind, r.name, action))
         echo(f"{action:<10} {r.kind:<26} {r.name}")
     if any(o.action == "kept" for o in outcomes):

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from urllib.parse import unquote
 from typing import Any
+from urllib.parse import unquote
 
 from botocore.exceptions import ClientError
 

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cdclab.catalog_tables import bronze_table_input, database_input
 from cdclab.job_config import glue_default_arguments
 from cdclab.settings import REPO_ROOT, PipelineSettings
-from deploy import catalog, dms, iam
+from deploy import dms, iam
 from deploy.options import STACK_TAG, DeployOptions, StackNames
 
 LAMBDA_SOURCE = REPO_ROOT / "lambda_shim" / "lambda_function.py"
@@ -171,14 +172,14 @@ def build_plan(p: PipelineSettings, opts: DeployOptions) -> Plan:
         Resource(
             "glue-database",
             pa.lake.glue_database,
-            {"DatabaseInput": catalog.database_input(pa), "Tags": tags},
+            {"DatabaseInput": database_input(pa), "Tags": tags},
         ),
         Resource(
             "glue-table",
             f"{pa.lake.glue_database}.{pa.lake.bronze_table}",
             {
                 "DatabaseName": pa.lake.glue_database,
-                "TableInput": catalog.bronze_table_input(pa, location=pa.bronze_location),
+                "TableInput": bronze_table_input(pa),
             },
             "bronze CSV table (OpenCSVSerde, header skipped)",
         ),

@@ -1,0 +1,113 @@
+"""Least privilege: no wildcard action on a wildcard resource, everything scoped to the stack."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cdclab.settings import load_pipeline
+from deploy.iam import wildcard_violations
+from deploy.options import DeployOptions
+from deploy.plan import build_plan
+
+P = load_pipeline()
+
+options = st.builds(
+    DeployOptions,
+    region=st.sampled_from(["us-east-1", "eu-west-1", "ap-southeast-2"]),
+    account_id=st.from_regex(r"\A[0-9]{12}\Z"),
+    stack=st.from_regex(r"\A[a-z][a-z0-9-]{0,19}\Z"),
+    create_replication_instance=st.booleans(),
+    create_source_endpoint=st.just(True),
+    source_host=st.just("db.internal"),
+    source_secret_arn=st.just("arn:aws:secretsmanager:us-east-1:1:secret:db"),
+)
+
+
+def all_policies(plan):
+    for role in plan.of_kind("iam-role"):
+        yield role.name, role.settings["AssumeRolePolicyDocument"]
+        yield from role.settings["InlinePolicies"].items()
+
+
+def _statements(doc):
+    return doc["Statement"]
+
+
+def _as_list(v):
+    return [v] if isinstance(v, str) else v
+
+
+@given(options)
+def test_no_policy_grants_a_wildcard_action_on_a_wildcard_resource(opts):
+    plan = build_plan(P, opts)
+    for name, doc in all_policies(plan):
+        assert wildcard_violations(doc) == [], name
+        for stmt in _statements(doc):
+            assert "*" not in _as_list(stmt["Action"]), name
+
+
+@given(options)
+def test_every_resource_is_this_stacks(opts):
+    plan = build_plan(P, opts)
+    n = plan.names
+    ours = [f"arn:aws:s3:::{b}" for b in (n.bronze_bucket, n.silver_bucket, n.scripts_bucket)] + [
+        f"arn:aws:glue:{n.region}:{n.account_id}:",
+        f"arn:aws:logs:{n.region}:{n.account_id}:log-group:/aws-glue/",
+        f"arn:aws:logs:{n.region}:{n.account_id}:log-group:/aws/lambda/{n.lambda_function}",
+        opts.source_secret_arn,
+    ]
+    for role in plan.of_kind("iam-role"):
+        for stmt in _statements(role.settings["InlinePolicies"][role.name]):
+            for res in _as_list(stmt["Resource"]):
+                if res == "*":  # only metrics, pinned to the Glue namespace
+                    assert stmt["Action"] == ["cloudwatch:PutMetricData"]
+                    assert stmt["Condition"] == {"StringEquals": {"cloudwatch:namespace": "Glue"}}
+                else:
+                    assert any(res.startswith(o) for o in ours), res
+
+
+def test_roles_get_only_what_their_service_needs():
+    plan = build_plan(P, DeployOptions(region="us-east-1", account_id="111122223333"))
+    n = plan.names
+
+    def policy(role):
+        return plan.get("iam-role", role).settings["InlinePolicies"][role]
+
+    lam = _statements(policy(n.lambda_role))
+    glue_stmt = next(s for s in lam if s["Sid"] == "StartThisJob")
+    assert glue_stmt["Resource"] == [f"arn:aws:glue:us-east-1:111122223333:job/{P.glue_job.name}"]
+    dms_res = {r for s in _statements(policy(n.dms_s3_role)) for r in s["Resource"]}
+    assert dms_res == {
+        f"arn:aws:s3:::{n.bronze_bucket}",
+        f"arn:aws:s3:::{n.bronze_bucket}/{P.dms.bucket_folder}/*",
+    }
+    glue_doc = _statements(policy(n.glue_role))
+    writes = {r for s in glue_doc if "s3:PutObject" in s["Action"] for r in s["Resource"]}
+    assert writes == {
+        f"arn:aws:s3:::{n.silver_bucket}/{P.lake.warehouse_prefix}/*",
+        f"arn:aws:s3:::{n.scripts_bucket}/tmp/*",
+    }
+    assert plan.get("iam-role", n.dms_s3_role).settings["AssumeRolePolicyDocument"]["Statement"][0][
+        "Condition"
+    ] == {"StringEquals": {"aws:SourceAccount": "111122223333"}}
+
+
+def test_wildcard_detector_catches_admin_statements():
+    admin = {"Statement": [{"Sid": "Admin", "Effect": "Allow", "Action": "*", "Resource": "*"}]}
+    s3_all = {
+        "Statement": [{"Sid": "S3", "Effect": "Allow", "Action": ["s3:*"], "Resource": ["*"]}]
+    }
+    scoped = {
+        "Statement": [
+            {
+                "Sid": "Ok",
+                "Effect": "Allow",
+                "Action": ["s3:GetObject"],
+                "Resource": ["arn:aws:s3:::b/*"],
+            }
+        ]
+    }
+    assert wildcard_violations(admin) == ["Admin"]
+    assert wildcard_violations(s3_all) == ["S3"]
+    assert wildcard_violations(scoped) == []

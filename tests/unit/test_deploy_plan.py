@@ -1,0 +1,229 @@
+"""The AWS deployment plan (pure) and its --dry-run rendering, without credentials."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from contextlib import redirect_stdout
+
+import pytest
+
+from cdclab import deploy_cli
+from cdclab.catalog_tables import bronze_table_input
+from cdclab.job_config import glue_default_arguments
+from cdclab.settings import load_pipeline
+from deploy.lambda_package import build_zip, code_sha256
+from deploy.options import ACCOUNT_PLACEHOLDER, DeployError, DeployOptions
+from deploy.plan import LAMBDA_SOURCE, aws_pipeline, build_plan
+
+P = load_pipeline()
+FULL = DeployOptions(
+    region="eu-west-1",
+    account_id="111122223333",
+    stack="lab",
+    create_replication_instance=True,
+    create_source_endpoint=True,
+    source_host="db.internal",
+    source_secret_arn="arn:aws:secretsmanager:eu-west-1:111122223333:secret:db-x",
+)
+
+
+def emitter_s3_settings(bucket: str, role_arn: str) -> dict:
+    """What the emitter writes, spelled as DMS S3Settings straight from pipeline.toml [dms]."""
+    d = P.dms
+    return {
+        "DataFormat": d.data_format,
+        "AddColumnName": d.add_column_name,
+        "IncludeOpForFullLoad": d.include_op_for_full_load,
+        "TimestampColumnName": d.timestamp_column_name,
+        "CsvDelimiter": d.csv_delimiter,
+        "CsvRowDelimiter": d.csv_row_delimiter,
+        "CsvNullValue": d.csv_null_value,
+        "BucketFolder": d.bucket_folder,
+        "BucketName": bucket,
+        "CdcMaxBatchInterval": d.cdc_max_batch_interval_seconds,
+        "CdcMinFileSize": d.cdc_min_file_size_kb,
+        "MaxFileSize": d.max_file_size_kb,
+        "ServiceAccessRoleArn": role_arn,
+    }
+
+
+def test_bucket_names_are_global_and_everything_else_follows_pipeline_toml():
+    plan = build_plan(P, FULL)
+    buckets = [r.name for r in plan.of_kind("s3-bucket")]
+    assert buckets == [f"lab-{b}-111122223333-eu-west-1" for b in ("bronze", "silver", "scripts")]
+    for r in plan.of_kind("s3-bucket"):
+        assert all(r.settings["PublicAccessBlock"].values())
+        assert r.settings["SSEAlgorithm"] == "AES256"
+    pa = plan.pipeline
+    assert (pa.source, pa.dms, pa.glue_job) == (P.source, P.dms, P.glue_job)
+    assert pa.lake.glue_database == P.lake.glue_database
+    assert pa.bronze_location == f"s3://{buckets[0]}/{P.bronze_prefix}/"
+
+
+def test_glue_job_runs_the_repo_script_with_the_shared_arguments():
+    plan = build_plan(P, FULL)
+    job = plan.get("glue-job", P.glue_job.name).settings
+    scripts = plan.names.scripts_bucket
+    assert job["Command"] == {
+        "Name": "glueetl",
+        "ScriptLocation": f"s3://{scripts}/{P.glue_job.script}",
+        "PythonVersion": "3",
+    }
+    assert job["GlueVersion"] == "5.1"
+    assert (job["WorkerType"], job["NumberOfWorkers"]) == ("G.1X", 2)
+    assert job["ExecutionProperty"] == {"MaxConcurrentRuns": P.glue_job.max_concurrent_runs}
+    pa = aws_pipeline(P, plan.names)
+    assert job["DefaultArguments"] == glue_default_arguments(pa, temp_dir=f"s3://{scripts}/tmp/")
+    args = job["DefaultArguments"]
+    assert args["--datalake-formats"] == "iceberg"
+    assert args["--job-bookmark-option"] == "job-bookmark-enable"
+    assert "catalog-impl=org.apache.iceberg.aws.glue.GlueCatalog" in args["--conf"]
+    assert f"warehouse=s3://{plan.names.silver_bucket}/warehouse/" in args["--conf"]
+    obj = plan.of_kind("s3-object")[0].settings
+    assert (obj["Bucket"], obj["Key"], obj["Source"]) == (
+        scripts,
+        P.glue_job.script,
+        P.glue_job.script,
+    )
+
+
+def test_worker_options_override_pipeline_defaults():
+    plan = build_plan(P, DeployOptions(region="us-east-1", worker_type="G.2X", workers=5))
+    job = plan.get("glue-job", P.glue_job.name).settings
+    assert (job["WorkerType"], job["NumberOfWorkers"]) == ("G.2X", 5)
+
+
+def test_bronze_table_is_the_shared_table_input_at_the_stack_location():
+    plan = build_plan(P, FULL)
+    table = plan.of_kind("glue-table")[0].settings
+    assert table["TableInput"] == bronze_table_input(plan.pipeline)
+    sd = table["TableInput"]["StorageDescriptor"]
+    assert sd["SerdeInfo"]["SerializationLibrary"].endswith("OpenCSVSerde")
+    assert table["TableInput"]["Parameters"]["skip.header.line.count"] == "1"
+
+
+def test_lambda_and_its_notification():
+    plan = build_plan(P, FULL)
+    fn = plan.of_kind("lambda-function")[0].settings
+    assert (fn["Runtime"], fn["Handler"]) == ("python3.11", "lambda_function.lambda_handler")
+    assert fn["Environment"] == {"Variables": {"GLUE_JOB_NAME": P.glue_job.name}}
+    note = plan.of_kind("s3-notification")[0].settings
+    assert note["Bucket"] == plan.names.bronze_bucket
+    assert (note["Prefix"], note["Suffix"]) == (P.bronze_prefix + "/", ".csv")
+    assert note["LambdaFunctionArn"] == plan.names.lambda_arn
+    perm = plan.of_kind("lambda-permission")[0].settings
+    assert perm["Principal"] == "s3.amazonaws.com"
+    assert perm["SourceArn"] == f"arn:aws:s3:::{plan.names.bronze_bucket}"
+    assert perm["SourceAccount"] == "111122223333"
+
+
+def test_dms_target_settings_equal_the_emitters():
+    plan = build_plan(P, FULL)
+    target = plan.get("dms-endpoint", plan.names.target_endpoint).settings
+    assert (target["EndpointType"], target["EngineName"]) == ("target", "s3")
+    assert target["S3Settings"] == emitter_s3_settings(
+        plan.names.bronze_bucket, plan.names.role_arn(plan.names.dms_s3_role)
+    )
+
+
+def test_replication_task_is_full_load_and_cdc_with_change_seq():
+    plan = build_plan(P, FULL)
+    task = plan.of_kind("dms-replication-task")[0].settings
+    assert task["MigrationType"] == "full-load-and-cdc"
+    rules = json.loads(task["TableMappings"])["rules"]
+    locator = {"schema-name": P.source.schema, "table-name": P.source.table}
+    select = [r for r in rules if r["rule-type"] == "selection"]
+    assert select == [{**select[0], "object-locator": locator, "rule-action": "include"}]
+    add = [r for r in rules if r["rule-action"] == "add-column"]
+    assert len(add) == 1 and add[0]["object-locator"] == locator
+    assert (add[0]["value"], add[0]["expression"]) == (P.dms.change_seq_column, "$AR_H_CHANGE_SEQ")
+
+
+def test_replication_instance_and_source_only_when_asked():
+    plan = build_plan(P, DeployOptions(region="us-east-1"))
+    assert [r.name for r in plan.of_kind("dms-endpoint")] == [plan.names.target_endpoint]
+    assert not plan.of_kind("dms-replication-instance")
+    assert not plan.of_kind("dms-replication-task")
+    assert any("replication task: not planned" in n for n in plan.notes)
+    existing = build_plan(
+        P,
+        DeployOptions(
+            region="us-east-1", replication_instance_arn="arn:ri", source_endpoint_arn="arn:src"
+        ),
+    )
+    task = existing.of_kind("dms-replication-task")[0].settings
+    assert task["ReplicationInstance"] == {"Arn": "arn:ri"}
+    assert task["SourceEndpoint"] == {"Arn": "arn:src"}
+    assert not existing.of_kind("dms-replication-instance")
+
+
+@pytest.mark.parametrize(
+    "opts",
+    [
+        DeployOptions(region="us-east-1", stack="Bad_Name"),
+        DeployOptions(region="us-east-1", worker_type="X.9"),
+        DeployOptions(region="us-east-1", workers=1),
+        DeployOptions(region="us-east-1", create_source_endpoint=True, source_host="h"),
+    ],
+)
+def test_invalid_options_name_the_flag(opts):
+    with pytest.raises(DeployError, match="--"):
+        build_plan(P, opts)
+
+
+def test_lambda_zip_is_deterministic_and_holds_the_handler_at_the_root():
+    a, b = build_zip(LAMBDA_SOURCE), build_zip(LAMBDA_SOURCE)
+    assert a == b and code_sha256(a) == code_sha256(b)
+    with zipfile.ZipFile(io.BytesIO(a)) as zf:
+        assert zf.namelist() == ["lambda_function.py"]
+        assert zf.read("lambda_function.py") == LAMBDA_SOURCE.read_bytes()
+
+
+def test_dry_run_prints_the_complete_plan_without_credentials(monkeypatch):
+    for var in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_DEFAULT_REGION",
+        "AWS_REGION",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/config")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials")
+
+    def no_aws_calls(*_a, **_k):
+        raise AssertionError("--dry-run called AWS")
+
+    monkeypatch.setattr("botocore.client.BaseClient._make_api_call", no_aws_calls)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert deploy_cli.main(["deploy", "--profile", "aws", "--dry-run"]) == 0
+    text = out.getvalue()
+    plan = build_plan(P, DeployOptions(region="us-east-1"))
+    assert ACCOUNT_PLACEHOLDER in text and "Dry run: nothing was sent to AWS." in text
+    for r in plan.resources:
+        assert f"+ {r.kind} {r.name}" in text
+    for needle in (
+        "GlueVersion: 5.1",
+        "--datalake-formats: iceberg",
+        "job-bookmark-enable",
+        'CsvRowDelimiter: "\\n"',
+        'CsvNullValue: ""',
+        "Suffix: .csv",
+        "OpenCSVSerde",
+        "CREATE TABLE IF NOT EXISTS",
+        "CDCLAB_PROFILE=aws",
+    ):
+        assert needle in text, needle
+
+
+def test_destroy_dry_run_lists_every_optional_piece(capsys):
+    assert (
+        deploy_cli.main(["destroy", "--profile", "aws", "--dry-run", "--region", "us-east-1"]) == 0
+    )
+    text = capsys.readouterr().out
+    assert "dms-replication-instance cdclab-replication" in text
+    assert "dms-replication-task cdclab-full-load-and-cdc" in text
