@@ -1,0 +1,244 @@
+"""The deployer against moto's in-process AWS (no account, no servers: plain unit tests)."""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from cdclab import deploy_cli
+from cdclab.settings import REPO_ROOT, load_pipeline
+from deploy.apply import apply_plan
+from deploy.destroy import destroy_plan
+from deploy.iam import wildcard_violations
+from deploy.lambda_package import build_zip, code_sha256
+from deploy.options import STACK_TAG, DeployError, DeployOptions
+from deploy.plan import LAMBDA_SOURCE, build_plan, destroy_options
+
+P = load_pipeline()
+REGION = "us-east-1"
+SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:cdclab-db-AbCdEf"
+
+
+def quiet(_line: str) -> None:
+    pass
+
+
+@pytest.fixture
+def aws(monkeypatch):
+    for var in (
+        "AWS_PROFILE",
+        "AWS_SESSION_TOKEN",
+        "AWS_ENDPOINT_URL_GLUE",
+        "AWS_ENDPOINT_URL_S3",
+        "AWS_ENDPOINT_URL",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/config")
+    with mock_aws():
+        session = boto3.Session(region_name=REGION)
+        account = session.client("sts").get_caller_identity()["Account"]
+        yield session, account
+
+
+def full_plan(account: str, **kw):
+    opts = DeployOptions(
+        region=REGION,
+        account_id=account,
+        create_replication_instance=True,
+        create_source_endpoint=True,
+        source_host="db.internal",
+        source_secret_arn=SECRET,
+        **kw,
+    )
+    return build_plan(P, opts)
+
+
+def deploy(session, plan):
+    return {(o.kind, o.name): o.action for o in apply_plan(plan, session, wait=False, echo=quiet)}
+
+
+def test_deploy_creates_every_resource_with_its_settings(aws):
+    session, account = aws
+    plan = full_plan(account)
+    assert set(deploy(session, plan).values()) == {"created"}
+    n = plan.names
+    s3 = session.client("s3")
+    for bucket in (n.bronze_bucket, n.silver_bucket, n.scripts_bucket):
+        pab = s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"]
+        assert all(pab.values()) and len(pab) == 4
+        rules = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]
+        assert rules["Rules"][0]["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] == ("AES256")
+        assert {"Key": STACK_TAG, "Value": "cdclab"} in s3.get_bucket_tagging(Bucket=bucket)[
+            "TagSet"
+        ]
+    # the very file the local tests run
+    body = s3.get_object(Bucket=n.scripts_bucket, Key=P.glue_job.script)["Body"].read()
+    assert body == (REPO_ROOT / P.glue_job.script).read_bytes()
+
+    glue = session.client("glue")
+    job = glue.get_job(JobName=P.glue_job.name)["Job"]
+    want = plan.get("glue-job", P.glue_job.name).settings
+    assert job["DefaultArguments"] == want["DefaultArguments"]
+    assert job["Command"]["ScriptLocation"] == f"s3://{n.scripts_bucket}/{P.glue_job.script}"
+    assert (job["GlueVersion"], job["WorkerType"], job["NumberOfWorkers"]) == ("5.1", "G.1X", 2)
+    assert job["Role"] == n.role_arn(n.glue_role)
+    table = glue.get_table(DatabaseName=P.lake.glue_database, Name=P.lake.bronze_table)["Table"]
+    sd = table["StorageDescriptor"]
+    assert sd["SerdeInfo"]["SerializationLibrary"] == "org.apache.hadoop.hive.serde2.OpenCSVSerde"
+    assert sd["Location"] == plan.pipeline.bronze_location
+    assert table["Parameters"]["skip.header.line.count"] == "1"
+
+    lam = session.client("lambda")
+    fn = lam.get_function(FunctionName=n.lambda_function)
+    cfg = fn["Configuration"]
+    assert (cfg["Runtime"], cfg["Handler"]) == ("python3.11", "lambda_function.lambda_handler")
+    assert cfg["Environment"]["Variables"] == {"GLUE_JOB_NAME": P.glue_job.name}
+    stmt = json.loads(lam.get_policy(FunctionName=n.lambda_function)["Policy"])["Statement"][0]
+    assert stmt["Principal"] == {"Service": "s3.amazonaws.com"}
+    assert n.bronze_bucket in json.dumps(stmt["Condition"]) and account in json.dumps(stmt)
+
+    notes = s3.get_bucket_notification_configuration(Bucket=n.bronze_bucket)
+    [ours] = notes["LambdaFunctionConfigurations"]
+    assert ours["LambdaFunctionArn"] == n.lambda_arn
+    assert ours["Events"] == ["s3:ObjectCreated:*"]
+    rules = {r["Name"].lower(): r["Value"] for r in ours["Filter"]["Key"]["FilterRules"]}
+    assert rules == {"prefix": P.bronze_prefix + "/", "suffix": ".csv"}
+
+    iam = session.client("iam")
+    for role in plan.of_kind("iam-role"):
+        [name] = iam.list_role_policies(RoleName=role.name)["PolicyNames"]
+        doc = iam.get_role_policy(RoleName=role.name, PolicyName=name)["PolicyDocument"]
+        assert doc == role.settings["InlinePolicies"][name]
+        assert wildcard_violations(doc) == []
+
+    dms = session.client("dms")
+    [target] = dms.describe_endpoints(
+        Filters=[{"Name": "endpoint-id", "Values": [n.target_endpoint]}]
+    )["Endpoints"]
+    d = P.dms
+    assert target["S3Settings"] == {
+        "ServiceAccessRoleArn": n.role_arn(n.dms_s3_role),
+        "BucketName": n.bronze_bucket,
+        "BucketFolder": d.bucket_folder,
+        "DataFormat": d.data_format,
+        "AddColumnName": d.add_column_name,
+        "IncludeOpForFullLoad": d.include_op_for_full_load,
+        "TimestampColumnName": d.timestamp_column_name,
+        "CsvDelimiter": d.csv_delimiter,
+        "CsvRowDelimiter": d.csv_row_delimiter,
+        "CsvNullValue": d.csv_null_value,
+        "CdcMaxBatchInterval": d.cdc_max_batch_interval_seconds,
+        "CdcMinFileSize": d.cdc_min_file_size_kb,
+        "MaxFileSize": d.max_file_size_kb,
+    }
+    [task] = dms.describe_replication_tasks(
+        Filters=[{"Name": "replication-task-id", "Values": [n.replication_task]}]
+    )["ReplicationTasks"]
+    assert task["MigrationType"] == "full-load-and-cdc"
+    assert task["TargetEndpointArn"] == target["EndpointArn"]
+    mapping = json.loads(task["TableMappings"])["rules"]
+    assert [r["rule-action"] for r in mapping] == ["include", "add-column"]
+    assert mapping[1]["expression"] == "$AR_H_CHANGE_SEQ"
+
+
+def test_second_deploy_changes_nothing_and_drift_is_repaired(aws):
+    session, account = aws
+    plan = full_plan(account)
+    deploy(session, plan)
+    lines: list[str] = []
+    apply_plan(plan, session, wait=False, echo=lines.append)
+    assert all(line.startswith("unchanged") for line in lines[:-1])
+    assert lines[-1].startswith("Nothing changed")
+    # someone opens the silver bucket and edits the job: the next deploy restores both
+    s3 = session.client("s3")
+    s3.delete_public_access_block(Bucket=plan.names.silver_bucket)
+    iam = session.client("iam")
+    iam.put_role_policy(
+        RoleName=plan.names.glue_role,
+        PolicyName=plan.names.glue_role,
+        PolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}],
+            }
+        ),
+    )
+    changed = {k: v for k, v in deploy(session, plan).items() if v != "unchanged"}
+    assert changed == {
+        ("s3-bucket", plan.names.silver_bucket): "updated",
+        ("iam-role", plan.names.glue_role): "updated",
+    }
+
+
+def test_deploy_refuses_to_take_over_an_untagged_resource(aws):
+    session, account = aws
+    session.client("glue").create_database(DatabaseInput={"Name": P.lake.glue_database})
+    with pytest.raises(DeployError, match=f"Glue database '{P.lake.glue_database}'.*not tagged"):
+        deploy(session, full_plan(account))
+
+
+def test_lambda_code_is_the_lambda_shim_package(aws):
+    session, account = aws
+    plan = full_plan(account)
+    deploy(session, plan)
+    fn = session.client("lambda").get_function(FunctionName=plan.names.lambda_function)
+    assert fn["Configuration"]["CodeSha256"] == code_sha256(build_zip(LAMBDA_SOURCE))
+
+
+def test_destroy_removes_only_what_deploy_created(aws):
+    session, account = aws
+    plan = full_plan(account)
+    deploy(session, plan)
+    s3, iam = session.client("s3"), session.client("iam")
+    s3.create_bucket(Bucket="someone-elses-bucket")
+    iam.create_role(RoleName="someone-elses-role", AssumeRolePolicyDocument="{}")
+    s3.put_object(
+        Bucket=plan.names.bronze_bucket,
+        Key=f"{P.bronze_prefix}/LOAD00000001.csv",
+        Body=b"Op,id\nI,1\n",
+    )
+    destroy = build_plan(P, destroy_options(DeployOptions(region=REGION, account_id=account)))
+    first = {
+        (o.kind, o.name): o.action for o in destroy_plan(destroy, session, wait=False, echo=quiet)
+    }
+    assert first[("s3-bucket", plan.names.bronze_bucket)] == "kept"  # holds data
+    assert {a for k, a in first.items() if k[1] != plan.names.bronze_bucket} == {"deleted"}
+    buckets = {b["Name"] for b in s3.list_buckets()["Buckets"]}
+    assert buckets == {"someone-elses-bucket", plan.names.bronze_bucket}
+    assert [r["RoleName"] for r in iam.list_roles()["Roles"]] == ["someone-elses-role"]
+    assert session.client("glue").get_jobs()["Jobs"] == []
+    assert session.client("lambda").list_functions()["Functions"] == []
+    assert session.client("dms").describe_endpoints()["Endpoints"] == []
+    again = destroy_plan(destroy, session, delete_data=True, wait=False, echo=quiet)
+    assert {o.action for o in again} == {"absent", "deleted"}
+    assert {b["Name"] for b in s3.list_buckets()["Buckets"]} == {"someone-elses-bucket"}
+
+
+def test_destroy_leaves_a_same_named_resource_without_our_tag(aws):
+    session, account = aws
+    plan = full_plan(account)
+    iam = session.client("iam")
+    iam.create_role(RoleName=plan.names.glue_role, AssumeRolePolicyDocument="{}")
+    outcomes = destroy_plan(plan, session, wait=False, echo=quiet)
+    assert {(o.name, o.action) for o in outcomes if o.kind == "iam-role"} >= {
+        (plan.names.glue_role, "not-ours")
+    }
+    assert iam.get_role(RoleName=plan.names.glue_role)
+
+
+def test_cli_deploy_twice_then_destroy(aws, capsys, monkeypatch):
+    monkeypatch.setattr("deploy.awsutil.Context.wait", False)
+    args = ["--profile", "aws", "--region", REGION, "--stack", "demo"]
+    assert deploy_cli.main(["deploy", *args, "--workers", "3"]) == 0
+    first = capsys.readouterr().out
+    assert "created    glue-job" in first and "CDCLAB_SILVER_BUCKET=demo-silver-" in first
+    assert deploy_cli.main(["deploy", *args, "--workers", "3"]) == 0
+    assert "Nothing changed" in capsys.readouterr().out
+    assert deploy_cli.main(["destroy", *args]) == 0
+    assert "deleted    glue-job" in capsys.readouterr().out
