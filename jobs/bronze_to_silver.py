@@ -193,6 +193,28 @@ def log(message: str) -> None:
     print(f"bronze_to_silver: {message}", flush=True)
 
 
+class Phases:
+    """Wall time per phase, logged as it goes and reported in the metrics."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._t = time.monotonic()
+
+    def done(self, name: str) -> None:
+        now = time.monotonic()
+        self.seconds[name] = round(now - self._t, 3)
+        self._t = now
+        log(f"{name}: {self.seconds[name]:.2f}s")
+
+
+def latency_samples(values: list[float], limit: int = 5000) -> list[float]:
+    """At most `limit` evenly spaced samples (sorted), so callers can pool runs."""
+    s = sorted(values)
+    if len(s) > limit:
+        s = [s[i * len(s) // limit] for i in range(limit)]
+    return [round(v, 3) for v in s]
+
+
 def namespace_of(table: str) -> str:
     return table.rsplit(".", 1)[0]
 
@@ -210,31 +232,38 @@ def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id:
     from pyspark.sql import functions as F
     from pyspark.sql.window import Window
 
+    phases = Phases()
     spark.conf.set("spark.sql.session.timeZone", "UTC")  # DMS timestamps are UTC
     ensure_tables(spark, silver, tombstones, quarantine)
+    phases.done("ensure tables")
     files = sorted(
         r[0] for r in bronze_df.select(F.input_file_name()).distinct().collect() if r[0]
     )
+    phases.done(f"list {len(files)} new files")
     metrics: dict = {"run_id": run_id, "files": len(files), "rows_read": 0, "quarantined": 0}
     if not files:
         return metrics | {"valid": 0, "inserted": 0, "updated": 0, "deleted": 0,
-                          "skipped": 0, "latency_seconds": percentiles([])}
+                          "skipped": 0, "latency_seconds": percentiles([]),
+                          "phase_seconds": phases.seconds}
 
     rdd = spark.sparkContext.binaryFiles(",".join(files)).flatMap(lambda f: parse_file(*f))
     parsed = spark.createDataFrame(rdd, record_schema()).cache()
     bad = parsed.where("reason IS NOT NULL")
     metrics["rows_read"] = parsed.count()
     metrics["quarantined"] = bad.count()
-    for r in bad.limit(MAX_LOGGED_BAD_ROWS).collect():
-        log(f"QUARANTINED {r.source_file} record {r.record_number} (line {r.line_number}): "
-            f"{r.reason}")
-    bad.select(
-        "source_file", "record_number", "line_number", "reason", "raw_fields",
-        F.lit(run_id).alias("run_id"), F.current_timestamp().alias("quarantined_at"),
-    ).createOrReplaceTempView("bad_rows")
-    spark.sql(f"""MERGE INTO {quarantine} q USING bad_rows b
-        ON q.source_file = b.source_file AND q.record_number = b.record_number
-        WHEN NOT MATCHED THEN INSERT *""")
+    phases.done(f"parse {metrics['rows_read']} records")
+    if metrics["quarantined"]:
+        for r in bad.limit(MAX_LOGGED_BAD_ROWS).collect():
+            log(f"QUARANTINED {r.source_file} record {r.record_number} "
+                f"(line {r.line_number}): {r.reason}")
+        bad.select(
+            "source_file", "record_number", "line_number", "reason", "raw_fields",
+            F.lit(run_id).alias("run_id"), F.current_timestamp().alias("quarantined_at"),
+        ).createOrReplaceTempView("bad_rows")
+        spark.sql(f"""MERGE INTO {quarantine} q USING bad_rows b
+            ON q.source_file = b.source_file AND q.record_number = b.record_number
+            WHEN NOT MATCHED THEN INSERT *""")
+        phases.done(f"quarantine {metrics['quarantined']} records")
 
     loc = F.split(F.col("location"), LOCATION_SPLIT, 2)
     cleaned = parsed.where("reason IS NULL").select(
@@ -271,6 +300,7 @@ def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id:
         SELECT unix_micros(last_updated_ts) / 1e6 AS ts FROM batch_src
         WHERE action IN ('insert', 'update', 'delete')
           AND substring(change_seq, 1, 20) <> '{FULL_LOAD_LSN}'""").collect()]
+    phases.done("dedup and classify")
 
     spark.sql(f"""
         MERGE INTO {silver} t
@@ -289,6 +319,27 @@ def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id:
              s.location_country, s.response_time, s.response_rate, s.change_seq)
     """)
     now = time.time()
+    phases.done("merge into silver")
+    if counts.get("delete", 0) or counts.get("noop", 0) or counts.get("stale", 0):
+        merge_tombstones(spark, tombstones)
+        phases.done("merge tombstones")
+    src.unpersist()  # the runner's session is warm and shared by later runs
+    parsed.unpersist()
+    latencies = [now - ts for ts in applied_ts]
+    return metrics | {
+        "valid": metrics["rows_read"] - metrics["quarantined"],
+        "inserted": counts.get("insert", 0),
+        "updated": counts.get("update", 0),
+        "deleted": counts.get("delete", 0),
+        # older than silver, or a delete of an absent row (tombstoned below)
+        "skipped": counts.get("stale", 0) + counts.get("noop", 0),
+        "latency_seconds": percentiles(latencies) | {"samples": latency_samples(latencies)},
+        "phase_seconds": phases.seconds,
+    }
+
+
+def merge_tombstones(spark, tombstones: str) -> None:
+    """Upsert the batch's deletes (max seq per id) so no older change resurrects a row."""
     spark.sql(f"""
         MERGE INTO {tombstones} t
         USING (SELECT id, change_seq, last_updated_ts AS deleted_at
@@ -299,17 +350,6 @@ def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id:
         WHEN NOT MATCHED THEN INSERT (id, change_seq, deleted_at)
             VALUES (s.id, s.change_seq, s.deleted_at)
     """)
-    src.unpersist()  # the runner's session is warm and shared by later runs
-    parsed.unpersist()
-    return metrics | {
-        "valid": metrics["rows_read"] - metrics["quarantined"],
-        "inserted": counts.get("insert", 0),
-        "updated": counts.get("update", 0),
-        "deleted": counts.get("delete", 0),
-        # older than silver, or a delete of an absent row (tombstoned below)
-        "skipped": counts.get("stale", 0) + counts.get("noop", 0),
-        "latency_seconds": percentiles([now - ts for ts in applied_ts]),
-    }
 
 
 def main() -> None:

@@ -223,7 +223,12 @@ class Runner:
     def _loop(self, warm: bool) -> None:
         if warm:
             try:
-                self.session()
+                from glue_local.spark_session import warm_up
+
+                started = time.monotonic()
+                warm_up(self.session())
+                log.info("Spark warm (session, Python workers, Iceberg catalog) in %.1fs",
+                         time.monotonic() - started)
             except Exception:
                 log.exception("warm SparkSession failed; runs needing Spark will retry it")
         while True:

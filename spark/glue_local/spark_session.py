@@ -60,3 +60,12 @@ def build_session(
     for key, value in session_conf(env, app_name, master, extra_conf).items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def warm_up(spark, catalog: str | None = None) -> None:
+    """Load what the first run would otherwise pay for: the SQL engine, Python workers
+    and the Iceberg catalog classes (a cold first MERGE costs tens of seconds)."""
+    catalog = catalog or settings.load_pipeline().lake.catalog_name
+    spark.range(100).selectExpr("sum(id)").collect()
+    spark.sparkContext.parallelize(range(4), 2).map(lambda x: x * 2).collect()
+    spark.sql(f"SHOW NAMESPACES IN {catalog}").collect()
