@@ -147,6 +147,18 @@ def test_build_args_are_the_pins_of_versions_env(config) -> None:
             assert pins.get(key) == value, f"{name}: build arg {key}={value} is not versions.env"
 
 
+def test_every_dockerfile_arg_is_given_by_compose(config) -> None:
+    for service in config["services"].values():
+        build = service.get("build")
+        if not build:
+            continue
+        dockerfile = Path(build["context"], build["dockerfile"])
+        declared = {line.split()[1].split("=")[0] for line in dockerfile.read_text().splitlines()
+                    if line.startswith("ARG ")}
+        missing = declared - set(build.get("args", {}))
+        assert not missing, f"{dockerfile}: ARG {missing} not set by docker-compose.yml"
+
+
 # --- (c) parity with the embedded runtime --------------------------------------------
 def test_each_service_runs_the_embedded_entry_point(config) -> None:
     names = {s.name for s in all_services()}
@@ -222,3 +234,22 @@ def test_dockerignore_keeps_secrets_and_state_out_of_images() -> None:
     ignored = (ROOT / ".dockerignore").read_text().split()
     for entry in (".env", ".venv", ".cdclab", ".git"):
         assert entry in ignored
+
+
+# --- the containers test backend drives this file ----------------------------------------
+def test_containers_backend_moves_every_published_port_it_reads(tmp_path) -> None:
+    from tests.resources.compose_stack import INFRA_SERVICES, PIPELINE_SERVICES, PUBLISHED
+
+    ports = {var: str(41000 + i) for i, var in enumerate(PUBLISHED)}
+    env_file = tmp_path / "test.env"
+    env_file.write_text(compose_env.render(compose_env.merge_env(
+        {}, settings.versions(), compose_env.placeholder_credentials(),
+        extra={"COMPOSE_PROJECT_NAME": "cdclab-test-x", **ports})))
+    done = run_compose("config", "--format", "json", env_file=env_file)
+    assert done.returncode == 0, done.stderr
+    config = json.loads(done.stdout)
+    assert config["name"] == "cdclab-test-x"  # a private project, never the user's stack
+    assert set(INFRA_SERVICES + PIPELINE_SERVICES) <= set(config["services"])
+    for var, (service, target) in PUBLISHED.items():
+        published = {int(p["target"]): p["published"] for p in config["services"][service]["ports"]}
+        assert published[target] == ports[var], f"{service}:{target} is not moved by {var}"
