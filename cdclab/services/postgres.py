@@ -12,7 +12,14 @@ from pathlib import Path
 from urllib.parse import quote
 
 from cdclab import settings
-from cdclab.services.base import LOOPBACK, ProcessSpec, Service, ServiceError, StackContext
+from cdclab.services.base import (
+    LOOPBACK,
+    ProcessSpec,
+    Service,
+    ServiceError,
+    StackContext,
+    bind_host,
+)
 
 PG_USER_ENV = "CDCLAB_PG_USER"
 PG_PASSWORD_ENV = "CDCLAB_PG_PASSWORD"
@@ -134,13 +141,17 @@ class PostgresService(Service):
         (data / "cdclab.conf").write_text(CONF_FRAGMENT.read_text())
         with open(data / "postgresql.conf", "a") as conf:
             conf.write("\ninclude 'cdclab.conf'\n")
+        if bind_host() != LOOPBACK:  # containers: peers on the compose network, by password
+            with open(data / "pg_hba.conf", "a") as hba:
+                hba.write("host all all all scram-sha-256\n"
+                          "host replication all all scram-sha-256\n")
         server_os_user(data)
 
     def process(self, ctx: StackContext) -> ProcessSpec:
         return ProcessSpec(
             argv=[str(bin_dir() / "postgres"), "-D", str(self.data_dir(ctx)),
                   "-p", str(ctx.ports["postgres"]), "-k", str(self.socket_dir(ctx)),
-                  "-c", f"listen_addresses={LOOPBACK}"],
+                  "-c", f"listen_addresses={bind_host()}"],
             user=getattr(self, "_os_user", None) or server_os_user(),
         )
 
