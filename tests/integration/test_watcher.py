@@ -91,7 +91,7 @@ def test_files_landing_during_a_run_are_not_stranded(minio, tmp_path: Path):
             landed[key] = upload(s3, bucket, key)  # lands while the first run is going
         # ...and, once the cursor passed them, a name that sorts BEFORE it (out of order):
         # only the periodic full re-list can find it
-        wait_for(lambda: read_state(ctx)["cursor"] == key, 10, "the cursor to advance")
+        wait_for(lambda: read_state(ctx)["cursor"] == key, 30, "the cursor to advance")
         key = f"{prefix}/20261122-101400000.csv"
         landed[key] = upload(s3, bucket, key)
         assert runs(glue, job)[0]["Id"] == first["Id"]  # still the only run
@@ -100,8 +100,8 @@ def test_files_landing_during_a_run_are_not_stranded(minio, tmp_path: Path):
         later = [r for r in runs(glue, job) if r["StartedOn"] > first["StartedOn"]]
         assert len(later) >= 1
         # the watcher itself found every file, the out-of-order one by a full re-list
-        wait_for(lambda: set(read_state(ctx)["seen"]) == set(landed), 10, "all files seen")
-        wait_for(lambda: not read_state(ctx)["pending"], 10, "no pending")
+        wait_for(lambda: set(read_state(ctx)["seen"]) == set(landed), 30, "all files seen")
+        wait_for(lambda: not read_state(ctx)["pending"], 30, "no pending")
 
         # a crash while a file is pending: the restarted watcher replays it
         wait_for(lambda: all(r["JobRunState"] == "SUCCEEDED" for r in runs(glue, job)),
