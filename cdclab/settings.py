@@ -31,6 +31,11 @@ ENV_JARS_DIR = "CDCLAB_JARS_DIR"  # where bootstrap put the resolved jars
 ENV_BATCH_INTERVAL = "CDCLAB_BATCH_INTERVAL_SECONDS"  # overrides dms.cdc_max_batch_interval
 ENV_BATCH_SIZE_KB = "CDCLAB_BATCH_SIZE_KB"  # overrides dms.cdc_min_file_size_kb
 ENV_WATCH_INTERVAL = "CDCLAB_WATCH_INTERVAL_SECONDS"  # watcher listing period
+# Bucket names differ per AWS account (globally unique): these override pipeline.toml.
+ENV_BRONZE_BUCKET = "CDCLAB_BRONZE_BUCKET"
+ENV_SILVER_BUCKET = "CDCLAB_SILVER_BUCKET"
+ENV_SCRIPTS_BUCKET = "CDCLAB_SCRIPTS_BUCKET"
+ENV_AWS_REGION = "AWS_REGION"  # what the AWS SDKs for Java read (boto3 reads AWS_DEFAULT_REGION)
 
 DEFAULT_REGION = "us-east-1"
 PROFILE_LOCAL = "local"
@@ -167,9 +172,19 @@ class PipelineSettings:
 PIPELINE_FILE = Path(__file__).with_name("pipeline.toml")
 
 
+BUCKET_OVERRIDES = {
+    "bronze_bucket": ENV_BRONZE_BUCKET,
+    "silver_bucket": ENV_SILVER_BUCKET,
+    "scripts_bucket": ENV_SCRIPTS_BUCKET,
+}
+
+
 @cache
 def load_pipeline(path: Path = PIPELINE_FILE) -> PipelineSettings:
     raw = tomllib.loads(path.read_text())
+    for field_name, env_key in BUCKET_OVERRIDES.items():
+        if os.environ.get(env_key):
+            raw["lake"][field_name] = os.environ[env_key]
     return PipelineSettings(
         source=SourceSettings(**raw["source"]),
         dms=DmsSettings(**raw["dms"]),
