@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from cdclab.services.base import bind_host
 from glue_local import jobs_api
 from glue_local.errors import GlueError
 from glue_local.runner import Runner
@@ -112,7 +113,8 @@ class GlueApiServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, port: int, ctx: ServerContext, ops: Mapping[str, Operation]) -> None:
-        super().__init__((LOOPBACK, port), _Handler)
+        # loopback unless a container runtime sets CDCLAB_BIND_HOST (compose: 0.0.0.0)
+        super().__init__((bind_host(), port), _Handler)
         self.ctx, self.ops = ctx, ops
 
     @property
