@@ -205,6 +205,12 @@ def build_parser() -> argparse.ArgumentParser:
     else:
         add_deploy_commands(sub)
     try:
+        from cdclab.compose_env import add_compose_env_command
+    except ImportError:
+        pass
+    else:
+        add_compose_env_command(sub)
+    try:
         from cdclab.notebook import add_notebook_command
     except ImportError:
         pass

@@ -27,6 +27,7 @@ ENV_SECRET_KEY = "AWS_SECRET_ACCESS_KEY"
 ENV_REGION = "AWS_DEFAULT_REGION"
 ENV_PROFILE = "CDCLAB_PROFILE"  # local | aws
 ENV_BACKEND = "CDCLAB_BACKEND"  # tests: embedded | containers
+ENV_SPARK_MASTER = "CDCLAB_SPARK_MASTER"  # the runner's Spark master (default local[2])
 ENV_JARS_DIR = "CDCLAB_JARS_DIR"  # where bootstrap put the resolved jars
 ENV_BATCH_INTERVAL = "CDCLAB_BATCH_INTERVAL_SECONDS"  # overrides dms.cdc_max_batch_interval
 ENV_BATCH_SIZE_KB = "CDCLAB_BATCH_SIZE_KB"  # overrides dms.cdc_min_file_size_kb

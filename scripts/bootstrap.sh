@@ -80,4 +80,23 @@ if [[ ! -x "$MINIO_BIN" ]]; then
   rmdir "$tmpbin"
 fi
 
+# --- docker compose: validates docker-compose.yml (tests), drives the containers backend ---
+# Built from its Go module. Its go.mod has exclude directives, which `go install pkg@v`
+# refuses, so the module is downloaded by the Go tool and built in place.
+COMPOSE_BIN="$CACHE/bin/docker-compose-$COMPOSE_VERSION"
+if [[ ! -x "$COMPOSE_BIN" ]]; then
+  command -v go >/dev/null || die "Go not found: docker compose is built from its Go module (github.com/docker/compose/v2@$COMPOSE_VERSION). Install Go >= $GO_VERSION."
+  say "building docker compose $COMPOSE_VERSION from its Go module (first time only)"
+  mkdir -p "$CACHE/bin" "$CACHE/go"
+  compose_src="$(GOPATH="$CACHE/go" GOMODCACHE="$CACHE/go/pkg/mod" GOFLAGS=-mod=mod \
+    go mod download -json "github.com/docker/compose/v2@$COMPOSE_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
+  [[ -n "$compose_src" ]] || die "Go could not download github.com/docker/compose/v2@$COMPOSE_VERSION"
+  (cd "$compose_src" && GOPATH="$CACHE/go" GOMODCACHE="$CACHE/go/pkg/mod" GOFLAGS=-mod=mod CGO_ENABLED=0 \
+    go build -trimpath -ldflags "-X github.com/docker/compose/v2/internal.Version=$COMPOSE_VERSION" \
+    -o "$COMPOSE_BIN.tmp" ./cmd) >"$CACHE/compose-build.log" 2>&1 \
+    || die "building docker compose failed; see $CACHE/compose-build.log"
+  mv "$COMPOSE_BIN.tmp" "$COMPOSE_BIN"
+fi
+ln -sf "$COMPOSE_BIN" "$CACHE/bin/docker-compose"
+
 say "ready (cache: $CACHE)"

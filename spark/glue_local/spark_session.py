@@ -31,7 +31,8 @@ def session_conf(
     else:
         catalog = local_spark_conf(env)
     conf = {
-        "spark.master": master,
+        # a standalone cluster (compose `spark` profile) when CDCLAB_SPARK_MASTER says so
+        "spark.master": env.get(settings.ENV_SPARK_MASTER, master),
         "spark.app.name": app_name,
         "spark.jars": ",".join(str(j) for j in jars),
         "spark.sql.shuffle.partitions": "2",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 import threading
 
 import psycopg
@@ -65,9 +64,7 @@ def test_crashes_mid_workload_replay_and_lose_nothing(running_pipeline) -> None:
     try:
         for name in ("emitter", "watcher"):
             done.wait(1.0)
-            pid = stack.pid_of(name)
-            assert pid is not None, f"{name} is not running"
-            os.killpg(pid, signal.SIGKILL)  # a crash: no clean shutdown, no final confirm
+            stack.kill(name)  # a crash: no clean shutdown, no final confirm
         done.wait(1.0)
         stack.start("emitter", "watcher")  # restart from the slot's confirmed LSN
     finally:

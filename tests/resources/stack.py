@@ -7,6 +7,7 @@ session stops at once with a message that says so: never a silent fallback, neve
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,6 +77,13 @@ class StackHandle:
 
     def pid_of(self, name: str) -> int | None:
         return self._stack.pid_of(name) if self._stack is not None else None
+
+    def kill(self, *names: str) -> None:
+        """Crash services: SIGKILL, no clean shutdown (restart them with `start`)."""
+        for name in names:
+            pid = self.pid_of(name)
+            assert pid is not None, f"{name} is not running"
+            os.killpg(pid, signal.SIGKILL)
 
 
 def _embedded() -> Iterator[StackHandle]:
