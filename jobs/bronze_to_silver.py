@@ -200,11 +200,11 @@ class Phases:
         self.seconds: dict[str, float] = {}
         self._t = time.monotonic()
 
-    def done(self, name: str) -> None:
+    def done(self, name: str, detail: str = "") -> None:
         now = time.monotonic()
         self.seconds[name] = round(now - self._t, 3)
         self._t = now
-        log(f"{name}: {self.seconds[name]:.2f}s")
+        log(f"{name}{' (' + detail + ')' if detail else ''}: {self.seconds[name]:.2f}s")
 
 
 def latency_samples(values: list[float], limit: int = 5000) -> list[float]:
@@ -239,7 +239,7 @@ def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id:
     files = sorted(
         r[0] for r in bronze_df.select(F.input_file_name()).distinct().collect() if r[0]
     )
-    phases.done(f"list {len(files)} new files")
+    phases.done("list new files", f"{len(files)} files")
     metrics: dict = {"run_id": run_id, "files": len(files), "rows_read": 0, "quarantined": 0}
     if not files:
         return metrics | {"valid": 0, "inserted": 0, "updated": 0, "deleted": 0,
@@ -251,7 +251,7 @@ def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id:
     bad = parsed.where("reason IS NOT NULL")
     metrics["rows_read"] = parsed.count()
     metrics["quarantined"] = bad.count()
-    phases.done(f"parse {metrics['rows_read']} records")
+    phases.done("parse", f"{metrics['rows_read']} records")
     if metrics["quarantined"]:
         for r in bad.limit(MAX_LOGGED_BAD_ROWS).collect():
             log(f"QUARANTINED {r.source_file} record {r.record_number} "
@@ -263,7 +263,7 @@ def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id:
         spark.sql(f"""MERGE INTO {quarantine} q USING bad_rows b
             ON q.source_file = b.source_file AND q.record_number = b.record_number
             WHEN NOT MATCHED THEN INSERT *""")
-        phases.done(f"quarantine {metrics['quarantined']} records")
+        phases.done("quarantine", f"{metrics['quarantined']} records")
 
     loc = F.split(F.col("location"), LOCATION_SPLIT, 2)
     cleaned = parsed.where("reason IS NULL").select(

@@ -1,0 +1,79 @@
+"""End-to-end: commit-to-silver latency and Glue run cost on a fresh embedded stack.
+Prints one JSON object.
+
+    .venv/bin/python bench/bench_pipeline.py [--rows N] [--duration S] [--rate TPS]
+
+It runs `cdclab demo` in a temporary state dir (full load merged first, then a live
+workload at the given rate), then reports the latency of every applied CDC change
+(source commit -> visible in silver), and the duration of each warm Glue run by phase.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from cdclab import settings  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--rows", type=int, default=5000)
+    ap.add_argument("--duration", type=float, default=30.0)
+    ap.add_argument("--rate", type=float, default=20.0)
+    args = ap.parse_args()
+
+    state = Path(tempfile.mkdtemp(prefix="cdclab-bench-pipeline-"))
+    state.chmod(0o755)
+    os.environ[settings.ENV_STATE_DIR] = str(state)
+    from cdclab.demo import run_demo, run_metrics
+
+    log = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(log):
+            code = run_demo(rows=args.rows, duration=args.duration, rate=args.rate, fresh=False,
+                            keep_running=False, progress=lambda m: print(m))
+        summary = json.loads((state / "demo-summary.json").read_text())
+        metrics = run_metrics(state)
+        warm = [m for m in metrics[1:] if m.get("files")]  # the first run pays the cold start
+        phase_names = sorted({k for m in warm for k in m.get("phase_seconds", {})})
+        result = {
+            "benchmark": "pipeline",
+            "params": vars(args),
+            "silver_equals_source": summary["equal"],
+            "commit_to_silver_seconds": summary["commit_to_silver_seconds"],
+            "glue_runs": len(metrics),
+            "warm_run_seconds": {
+                "median_total": round(statistics.median(
+                    sum(m["phase_seconds"].values()) for m in warm), 2) if warm else None,
+                "median_by_phase": {
+                    # phase names carry counts ("parse 37 records"): group by first word
+                    name: round(statistics.median(
+                        m["phase_seconds"][name] for m in warm if name in m["phase_seconds"]), 2)
+                    for name in phase_names if sum(name in m["phase_seconds"] for m in warm) > 1
+                },
+            },
+            "timings_seconds": summary["timings_seconds"],
+            "cpus": os.cpu_count(),
+        }
+        print(json.dumps(result, indent=2))
+        sys.exit(code)
+    except BaseException:
+        sys.stderr.write(log.getvalue())
+        raise
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
