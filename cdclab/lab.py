@@ -1,0 +1,242 @@
+"""A notebook's handle on the running stack: `lab = connect()`.
+
+Addresses and credentials come from the stack's own configuration: the embedded stack's
+`<state>/cdclab.env`, or (compose `jupyter` service, no env file) the process environment,
+so a notebook never hard-codes either. Clients are built lazily; the Spark session is the
+notebook's own small local one (the Glue runner's session lives in another process).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from cdclab import settings
+
+ENV_FILE = "cdclab.env"  # written by cdclab.supervisor.Stack
+REQUIRED_KEYS = (
+    settings.ENV_PG_DSN, settings.ENV_S3_ENDPOINT, settings.ENV_CATALOG_URI,
+    settings.ENV_ACCESS_KEY, settings.ENV_SECRET_KEY,
+)
+OPTIONAL_KEYS = (
+    settings.ENV_GLUE_ENDPOINT, settings.ENV_REGION, settings.ENV_PROFILE,
+    settings.ENV_CACHE_DIR, settings.ENV_JARS_DIR,
+)
+# A notebook shares 2 cores with the stack: one task slot, one shuffle partition.
+NOTEBOOK_SPARK_CONF = {
+    "spark.sql.shuffle.partitions": "1",
+    "spark.default.parallelism": "1",
+    "spark.driver.memory": "1g",
+}
+CDC_KIND, LOAD_KIND = "cdc", "full load"
+METRIC_COLUMNS = [
+    "run_id", "started_on", "files", "rows_read", "inserted", "updated", "deleted",
+    "quarantined", "latency_p50", "latency_max", "latency_samples",
+]
+
+
+class LabError(RuntimeError):
+    """The notebook cannot reach the stack; the message says where it looked."""
+
+
+# --- pure logic -------------------------------------------------------------------------
+def stack_env(
+    state_dir: Path, file_env: Mapping[str, str], process_env: Mapping[str, str]
+) -> dict[str, str]:
+    """The stack's configuration: its env file when there is one (it names exactly the
+    running embedded stack), else the keys of the process environment (compose)."""
+    if file_env:
+        env = dict(file_env)
+    else:
+        env = {k: process_env[k] for k in (*REQUIRED_KEYS, *OPTIONAL_KEYS) if k in process_env}
+    missing = [k for k in REQUIRED_KEYS if not env.get(k)]
+    if missing:
+        raise LabError(
+            f"no running cdclab stack found: {state_dir / ENV_FILE} "
+            f"{'lacks' if file_env else 'does not exist and the environment lacks'} "
+            f"{', '.join(missing)}. Start the stack with `cdclab up` (or `cdclab demo`), "
+            f"or set {settings.ENV_STATE_DIR} to its state directory."
+        )
+    env[settings.ENV_STATE_DIR] = str(state_dir)
+    return env
+
+
+def bronze_kind(key: str) -> str:
+    """DMS names full-load files LOAD<8 digits>.csv and CDC files by their time."""
+    return LOAD_KIND if key.rsplit("/", 1)[-1].startswith("LOAD") else CDC_KIND
+
+
+def change_rows(key: str, rows: Iterable[Mapping[str, Any]], ts_column: str, seq_column: str,
+                key_column: str) -> list[dict[str, Any]]:
+    """Parsed DMS rows of one bronze file -> op/time/key records for plotting."""
+    from dms_emitter.dms_csv import parse_ts
+
+    kind = bronze_kind(key)
+    return [
+        {"file": key.rsplit("/", 1)[-1], "kind": kind, "op": r["Op"],
+         "ts": parse_ts(r[ts_column]), "id": int(r[key_column]), "change_seq": r[seq_column]}
+        for r in rows
+    ]
+
+
+def op_counts(changes, freq: str = "1s"):
+    """Changes (a DataFrame with ts and op) -> counts per time bucket, one column per op."""
+    import pandas as pd
+
+    if changes.empty:
+        return pd.DataFrame(columns=["I", "U", "D"])
+    counts = changes.groupby([pd.Grouper(key="ts", freq=freq), "op"]).size().unstack(fill_value=0)
+    return counts.reindex(columns=["I", "U", "D"], fill_value=0)
+
+
+def metrics_rows(metrics: Iterable[Mapping[str, Any]],
+                 started: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """CDCLAB_METRICS of each Glue run -> one flat row per run (with its start time)."""
+    rows = []
+    for m in metrics:
+        lat = m.get("latency_seconds", {})
+        counts = [m.get(c, 0) for c in METRIC_COLUMNS[2:8]]
+        rows.append(dict(zip(METRIC_COLUMNS, [
+            m.get("run_id"), started.get(m.get("run_id")), *counts,
+            lat.get("p50"), lat.get("max"), list(lat.get("samples", [])),
+        ], strict=True)))
+    return sorted(rows, key=lambda r: (r["started_on"] is None, r["started_on"] or 0))
+
+
+# --- the handle ---------------------------------------------------------------------------
+class Lab:
+    """Clients for the running stack. Stop the Spark session with `lab.stop()`."""
+
+    def __init__(self, env: Mapping[str, str]):
+        self.env = dict(env)
+        self.pipeline = settings.load_pipeline()
+        self._spark = None
+
+    @property
+    def state_dir(self) -> Path:
+        return Path(self.env[settings.ENV_STATE_DIR])
+
+    @property
+    def silver_name(self) -> str:
+        """The silver table as Spark SQL names it (catalog.database.table)."""
+        return self.pipeline.qualified(self.pipeline.lake.silver_table)
+
+    def pg(self, autocommit: bool = True):
+        """A new psycopg connection to the source database (close it, or use `with`)."""
+        import psycopg
+
+        return psycopg.connect(self.env[settings.ENV_PG_DSN], autocommit=autocommit)
+
+    @cached_property
+    def s3(self):
+        from cdclab.services.minio import s3_client
+
+        return s3_client(self.env)
+
+    @cached_property
+    def catalog(self):
+        from cdclab.reconcile import silver_catalog
+
+        return silver_catalog(self.env)
+
+    def silver_table(self):
+        """The pyiceberg silver table, loaded now (so at its current snapshot)."""
+        lake = self.pipeline.lake
+        return self.catalog.load_table(f"{lake.glue_database}.{lake.silver_table}")
+
+    def spark(self):
+        """The notebook's own local Spark session with the job's Iceberg catalog (built once)."""
+        if self._spark is None:
+            from glue_local.spark_session import build_session
+
+            self._spark = build_session(self.env, app_name="cdclab-notebook",
+                                        master="local[1]", extra_conf=NOTEBOOK_SPARK_CONF)
+            self._spark.sparkContext.setLogLevel("ERROR")
+        return self._spark
+
+    def stop(self) -> None:
+        if self._spark is not None:
+            self._spark.stop()
+            self._spark = None
+
+    def source(self):
+        """The source table as pandas, by id."""
+        import pandas as pd
+
+        from cdclab.reconcile import SOURCE_COLUMNS, read_source
+
+        rows = read_source(self.env[settings.ENV_PG_DSN])
+        return pd.DataFrame(rows, columns=list(SOURCE_COLUMNS)).sort_values("id",
+                                                                            ignore_index=True)
+
+    def silver(self):
+        """The silver table (current snapshot) as pandas, by id."""
+        return self.silver_table().scan().to_pandas().sort_values("id", ignore_index=True)
+
+    def reconcile(self):
+        from cdclab.reconcile import reconcile
+
+        return reconcile(self.env)
+
+    def wait_for_silver(self, timeout: float = 300) -> float:
+        """Block until every source change committed so far is in silver; seconds waited."""
+        from cdclab.drain import current_wal_lsn, wait_for_drain
+
+        dsn = self.env[settings.ENV_PG_DSN]
+        return wait_for_drain(self.env, current_wal_lsn(dsn), timeout=timeout)
+
+    def bronze_files(self):
+        """Every DMS file in the bronze bucket: key, kind, size, last_modified."""
+        import pandas as pd
+
+        rows = []
+        for page in self.s3.get_paginator("list_objects_v2").paginate(
+            Bucket=self.pipeline.lake.bronze_bucket, Prefix=self.pipeline.bronze_prefix + "/"
+        ):
+            for obj in page.get("Contents", []):
+                rows.append({"key": obj["Key"], "kind": bronze_kind(obj["Key"]),
+                             "size": obj["Size"], "last_modified": obj["LastModified"]})
+        columns = ["key", "kind", "size", "last_modified"]
+        return pd.DataFrame(rows, columns=columns).sort_values("key", ignore_index=True)
+
+    def bronze_changes(self):
+        """Every row of every bronze file: file, kind, op, ts (commit time), id, change_seq."""
+        import pandas as pd
+
+        from dms_emitter.dms_csv import CsvFormat, parse_dms_csv
+
+        fmt = CsvFormat.from_settings(self.pipeline.dms)
+        bucket = self.pipeline.lake.bronze_bucket
+        rows: list[dict[str, Any]] = []
+        for key in self.bronze_files()["key"]:
+            text = self.s3.get_object(Bucket=bucket, Key=key)["Body"].read().decode()
+            rows += change_rows(key, parse_dms_csv(text, f"s3://{bucket}/{key}", fmt),
+                                fmt.timestamp_column, fmt.change_seq_column,
+                                self.pipeline.source.primary_key)
+        columns = ["file", "kind", "op", "ts", "id", "change_seq"]
+        return pd.DataFrame(rows, columns=columns)
+
+    def run_metrics(self):
+        """One row per Glue run that logged metrics, oldest first, with latency samples."""
+        import pandas as pd
+
+        from cdclab.demo import run_metrics
+
+        started: dict[str, Any] = {}
+        if self.env.get(settings.ENV_GLUE_ENDPOINT):
+            from cdclab.drain import job_runs
+
+            started = {r.run_id: r.started_on for r in job_runs(self.env)}
+        rows = metrics_rows(run_metrics(self.state_dir), started)
+        return pd.DataFrame(rows, columns=METRIC_COLUMNS)
+
+
+def connect(state_dir: Path | str | None = None) -> Lab:
+    """A Lab for the stack whose state is in `state_dir` (default: CDCLAB_STATE_DIR)."""
+    from cdclab.supervisor import read_env_file
+
+    state = Path(state_dir) if state_dir is not None else settings.state_dir()
+    return Lab(stack_env(state.resolve(), read_env_file(state / ENV_FILE), os.environ))
