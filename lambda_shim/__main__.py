@@ -33,10 +33,21 @@ def main(argv: list[str] | None = None) -> None:
     # endpoint from AWS_ENDPOINT_URL_S3 (boto3 reads it); path-style as MinIO wants
     s3 = boto3.client("s3", region_name=region,
                       config=Config(s3={"addressing_style": "path"}))
+    glue = boto3.client("glue", region_name=region)  # AWS_ENDPOINT_URL_GLUE: local API
+
+    def run_state(run_id: str) -> str | None:
+        try:
+            return glue.get_job_run(JobName=os.environ["GLUE_JOB_NAME"],
+                                    RunId=run_id)["JobRun"]["JobRunState"]
+        except glue.exceptions.EntityNotFoundException:
+            return "UNKNOWN"  # the run is gone (state reset): cover its files again
+        except Exception:
+            return None  # API unreachable: ask again on the next poll
+
     watcher = Watcher(
         s3, p.lake.bronze_bucket, p.bronze_prefix + "/", state_path(settings.state_dir()),
         lambda_function.lambda_handler, region=region, interval=args.interval,
-        full_scan_seconds=args.full_scan_seconds,
+        full_scan_seconds=args.full_scan_seconds, run_state=run_state,
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

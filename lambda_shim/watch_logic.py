@@ -3,7 +3,9 @@ pending, when to retry, and where the listing cursor stands.
 
 Invariant "no stranded files": an object stays pending until a handler invocation that
 includes it was accepted (a Glue run was started after the object landed). One accepted
-run covers every pending object, because they all landed before it started.
+run covers every pending object, because they all landed before it started. The objects
+then stay in flight under that run until it ends: if it fails (or is stopped, or times
+out), its objects are pending again, so a later run picks them up without a new upload.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ BACKOFF_CAP_SECONDS = 5.0
 FULL_SCAN_SECONDS = 30.0
 MAX_RECORDS_PER_EVENT = 100  # keeps one event well under Lambda's async payload limit
 RECENT_RUNS_KEPT = 20
+RUN_SUCCEEDED = "SUCCEEDED"
+RUN_FAILED_STATES = ("FAILED", "ERROR", "TIMEOUT", "STOPPED", "UNKNOWN")
 
 
 def is_time_named(key: str) -> bool:
@@ -42,6 +46,8 @@ class WatchState:
     cursor: str | None = None
     seen: dict[str, str] = field(default_factory=dict)  # key -> etag (an overwrite is new)
     pending: dict[str, S3Object] = field(default_factory=dict)
+    # run id -> the objects that run must cover, until it ends
+    in_flight: dict[str, list[S3Object]] = field(default_factory=dict)
     attempts: int = 0
     next_attempt_at: float = 0.0
     last_full_scan_at: float | None = None
@@ -86,6 +92,8 @@ def batch(state: WatchState, limit: int = MAX_RECORDS_PER_EVENT) -> list[S3Objec
 
 def record_accepted(state: WatchState, now: float, run_id: str | None,
                     keys: list[str]) -> None:
+    if run_id:
+        state.in_flight[run_id] = list(state.pending.values())
     state.pending.clear()
     state.attempts = 0
     state.next_attempt_at = 0.0
@@ -100,6 +108,18 @@ def record_rejected(state: WatchState, now: float, error: str) -> float:
     state.next_attempt_at = now + backoff_seconds(state.attempts)
     state.last_error = error
     return state.next_attempt_at
+
+
+def record_run_ended(state: WatchState, run_id: str, run_state: str, now: float) -> list[S3Object]:
+    """A run we started has ended. On failure its objects are pending again (backing
+    off like a rejected invocation, so a broken job is not hammered); returns them."""
+    objs = state.in_flight.pop(run_id, [])
+    if run_state == RUN_SUCCEEDED or not objs:
+        return []
+    for o in objs:
+        state.pending.setdefault(o.key, o)
+    record_rejected(state, now, f"run {run_id} ended {run_state}")
+    return objs
 
 
 def next_wakeup(state: WatchState, now: float, interval: float) -> float:
@@ -125,6 +145,7 @@ def to_dict(state: WatchState) -> dict:
         "cursor": state.cursor,
         "seen": state.seen,
         "pending": [_obj_to_dict(o) for o in state.pending.values()],
+        "in_flight": {r: [_obj_to_dict(o) for o in objs] for r, objs in state.in_flight.items()},
         "attempts": state.attempts,
         "next_attempt_at": state.next_attempt_at,
         "last_full_scan_at": state.last_full_scan_at,
@@ -139,6 +160,8 @@ def from_dict(d: dict) -> WatchState:
         cursor=d.get("cursor"),
         seen=dict(d.get("seen", {})),
         pending={o.key: o for o in pending},
+        in_flight={r: [_obj_from_dict(x) for x in objs]
+                   for r, objs in d.get("in_flight", {}).items()},
         attempts=int(d.get("attempts", 0)),
         # A restart retries pending objects at once; the full scan runs first anyway.
         next_attempt_at=0.0,

@@ -29,6 +29,8 @@ FUNCTION_NAME = "cdclab-bronze-trigger"
 LAMBDA_TIMEOUT_MS = 60_000
 
 Handler = Callable[[dict, object], object]
+# run id -> its JobRunState; None when it cannot be known right now (API down)
+RunStateLookup = Callable[[str], str | None]
 
 
 @dataclass
@@ -90,8 +92,10 @@ def list_objects(s3, bucket: str, prefix: str, start_after: str | None,
 class Watcher:
     def __init__(self, s3, bucket: str, prefix: str, state_file: Path, handler: Handler, *,
                  region: str, interval: float = 1.0,
-                 full_scan_seconds: float = logic.FULL_SCAN_SECONDS) -> None:
+                 full_scan_seconds: float = logic.FULL_SCAN_SECONDS,
+                 run_state: RunStateLookup | None = None) -> None:
         self.s3, self.bucket, self.prefix = s3, bucket, prefix
+        self.run_state = run_state
         self.state_file, self.handler, self.region = state_file, handler, region
         self.interval, self.full_scan_seconds = interval, full_scan_seconds
         self.state = load_state(state_file)
@@ -111,8 +115,22 @@ class Watcher:
             log.info("%d new object(s): %s", len(new), [o.key for o in new][:10])
         if new or full:
             save_state(self.state_file, self.state)
+        self._check_in_flight()
         if logic.due(self.state, time.time()):
             self._invoke()
+
+    def _check_in_flight(self) -> None:
+        if self.run_state is None:
+            return
+        for run_id in list(self.state.in_flight):
+            state = self.run_state(run_id)
+            if state is None or state not in (logic.RUN_SUCCEEDED, *logic.RUN_FAILED_STATES):
+                continue  # still running, or unknown for now
+            again = logic.record_run_ended(self.state, run_id, state, time.time())
+            if again:
+                log.warning("run %s ended %s: %d object(s) pending again for a later run",
+                            run_id, state, len(again))
+            save_state(self.state_file, self.state)
 
     def _invoke(self) -> None:
         objs = logic.batch(self.state)

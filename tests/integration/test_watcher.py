@@ -118,3 +118,42 @@ def test_files_landing_during_a_run_are_not_stranded(minio, tmp_path: Path):
         if watcher_running is not None:
             watcher_running.stop()
         glue_running.stop()
+
+
+FAILS_ONCE = """
+import pathlib, sys
+marker = pathlib.Path(sys.argv[0]).with_suffix(".failed-once")
+if not marker.exists():
+    marker.write_text("x")
+    raise RuntimeError("simulated job failure")
+"""
+
+
+def test_a_failed_run_gets_its_files_a_later_run_without_a_new_upload(minio, tmp_path: Path):
+    p = settings.load_pipeline()
+    bucket, job = p.lake.bronze_bucket, p.glue_job.name
+    s3 = minio["s3"]
+    ctx = StackContext(state_dir=tmp_path / "state", env=dict(minio["env"]))
+    glue_running = start_service(GlueApiService(warm=False), ctx)
+    watcher_running = None
+    try:
+        glue = boto3.client("glue", endpoint_url=ctx.env[settings.ENV_GLUE_ENDPOINT],
+                            region_name="us-east-1", aws_access_key_id="x",
+                            aws_secret_access_key="y")
+        script = tmp_path / "fails_once.py"
+        script.write_text(FAILS_ONCE)
+        glue.create_job(Name=job, Role="r", ExecutionProperty={"MaxConcurrentRuns": 1},
+                        Command={"Name": "glueetl", "ScriptLocation": str(script)})
+        watcher_running = start_service(WatcherService(interval=0.2, full_scan_seconds=3), ctx)
+        key = f"{p.bronze_prefix}/20261122-120000000.csv"
+        upload(s3, bucket, key)
+        wait_for(lambda: any(r["JobRunState"] == "FAILED" for r in runs(glue, job)), 60,
+                 "the first run to fail")
+        wait_for(lambda: any(r["JobRunState"] == "SUCCEEDED" for r in runs(glue, job)), 60,
+                 "a later run to succeed with no new upload")
+        wait_for(lambda: not read_state(ctx)["pending"] and not read_state(ctx)["in_flight"],
+                 30, "nothing pending or in flight")
+    finally:
+        if watcher_running:
+            watcher_running.stop()
+        glue_running.stop()

@@ -114,3 +114,43 @@ def test_no_object_is_ever_dropped_without_an_accepted_run(batches, data):
     # a final full scan then catches anything the incremental listing skipped
     logic.observe(s, [o(k[len(PREFIX):]) for k in landed], now + 1, full_scan=True)
     assert covered | set(s.pending) == landed
+
+
+def test_a_failed_run_puts_its_objects_back_and_a_succeeded_one_clears_them():
+    s = logic.WatchState()
+    logic.observe(s, [o("20261122-100000001.csv"), o("20261122-100000002.csv")], 0.0)
+    logic.record_accepted(s, 1.0, "jr_1", list(s.pending))
+    assert not s.pending and len(s.in_flight["jr_1"]) == 2
+    again = logic.record_run_ended(s, "jr_1", "FAILED", 5.0)
+    assert {x.key for x in again} == set(s.pending) and len(again) == 2
+    assert "jr_1" not in s.in_flight and s.next_attempt_at > 5.0  # backs off
+    logic.record_accepted(s, 9.0, "jr_2", list(s.pending))
+    assert logic.record_run_ended(s, "jr_2", "SUCCEEDED", 12.0) == []
+    assert not s.pending and not s.in_flight
+
+
+def test_in_flight_runs_survive_a_restart():
+    s = logic.WatchState()
+    logic.observe(s, [o("20261122-100000001.csv")], 0.0)
+    logic.record_accepted(s, 1.0, "jr_1", list(s.pending))
+    back = logic.from_dict(logic.to_dict(s))
+    assert back.in_flight == s.in_flight
+
+
+@given(st.lists(st.tuples(names, st.sampled_from(["SUCCEEDED", "FAILED", "TIMEOUT",
+                                                  "STOPPED"])), min_size=1, max_size=8))
+def test_an_object_is_done_only_when_a_run_covering_it_succeeded(events):
+    """Every landed object is pending, in flight, or covered by a SUCCEEDED run."""
+    s = logic.WatchState()
+    done: set[str] = set()
+    for i, (name, outcome) in enumerate(events):
+        logic.observe(s, [o(name, etag=f"e{i}")], float(i))
+        run = f"jr_{i}"
+        covering = set(s.pending)
+        logic.record_accepted(s, float(i), run, list(s.pending))
+        logic.record_run_ended(s, run, outcome, float(i))
+        if outcome == "SUCCEEDED":
+            done |= covering
+    in_flight = {x.key for objs in s.in_flight.values() for x in objs}
+    landed = {PREFIX + n for n, _ in events}
+    assert done | set(s.pending) | in_flight == landed
