@@ -124,6 +124,11 @@ class Lab:
         """The silver table as Spark SQL names it (catalog.database.table)."""
         return self.pipeline.qualified(self.pipeline.lake.silver_table)
 
+    @property
+    def source_name(self) -> str:
+        """The source table as PostgreSQL SQL names it ("schema"."table")."""
+        return f'"{self.pipeline.source.schema}"."{self.pipeline.source.table}"'
+
     def pg(self, autocommit: bool = True):
         """A new psycopg connection to the source database (close it, or use `with`)."""
         import psycopg
@@ -152,8 +157,12 @@ class Lab:
         if self._spark is None:
             from glue_local.spark_session import build_session
 
-            self._spark = build_session(self.env, app_name="cdclab-notebook",
-                                        master="local[1]", extra_conf=NOTEBOOK_SPARK_CONF)
+            # No catalog cache: the Glue job commits from another process, and a notebook
+            # must see (and time-travel to) snapshots made after its first query.
+            no_cache = {f"spark.sql.catalog.{self.pipeline.lake.catalog_name}.cache-enabled":
+                        "false"}
+            self._spark = build_session(self.env, app_name="cdclab-notebook", master="local[1]",
+                                        extra_conf=NOTEBOOK_SPARK_CONF | no_cache)
             self._spark.sparkContext.setLogLevel("ERROR")
         return self._spark
 
