@@ -32,6 +32,7 @@ INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 # Java regex (Spark's split): first comma plus optional ASCII whitespace.
 LOCATION_SPLIT = r",[ \t\n\x0B\f\r]*"
 MAX_LOGGED_BAD_ROWS = 200
+MAX_FILES_BEFORE_COMPACTION = 48  # data + delete files of a table
 
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"')
 _UNQUOTED = re.compile(r'[^,"\r\n]*')
@@ -227,7 +228,8 @@ def ensure_tables(spark, silver: str, tombstones: str, quarantine: str) -> None:
     spark.sql(QUARANTINE_DDL.format(table=quarantine))
 
 
-def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id: str) -> dict:
+def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id: str,
+        compact_after: int = MAX_FILES_BEFORE_COMPACTION) -> dict:
     """Everything after the bronze read; returns the metrics."""
     from pyspark.sql import functions as F
     from pyspark.sql.window import Window
@@ -249,8 +251,8 @@ def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id:
     rdd = spark.sparkContext.binaryFiles(",".join(files)).flatMap(lambda f: parse_file(*f))
     parsed = spark.createDataFrame(rdd, record_schema()).cache()
     bad = parsed.where("reason IS NOT NULL")
-    metrics["rows_read"] = parsed.count()
-    metrics["quarantined"] = bad.count()
+    totals = parsed.agg(F.count(F.lit(1)).alias("rows"), F.count("reason").alias("bad")).first()
+    metrics["rows_read"], metrics["quarantined"] = totals["rows"], totals["bad"]
     phases.done("parse", f"{metrics['rows_read']} records")
     if metrics["quarantined"]:
         for r in bad.limit(MAX_LOGGED_BAD_ROWS).collect():
@@ -294,12 +296,15 @@ def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id:
         WHERE d.id IS NULL OR l.change_seq > d.change_seq
     """).cache()  # evaluated once, before the MERGE changes silver
     src.createOrReplaceTempView("batch_src")
-    counts = {r.action: r.n for r in spark.sql(
-        "SELECT action, count(*) AS n FROM batch_src GROUP BY action").collect()}
-    applied_ts = [r.ts for r in spark.sql(f"""
-        SELECT unix_micros(last_updated_ts) / 1e6 AS ts FROM batch_src
-        WHERE action IN ('insert', 'update', 'delete')
-          AND substring(change_seq, 1, 20) <> '{FULL_LOAD_LSN}'""").collect()]
+    # One pass: counts per action, and the commit times of the applied CDC changes.
+    by_action = spark.sql(f"""
+        SELECT action, count(*) AS n, collect_list(CASE
+            WHEN action IN ('insert', 'update', 'delete')
+             AND substring(change_seq, 1, 20) <> '{FULL_LOAD_LSN}'
+            THEN unix_micros(last_updated_ts) / 1e6 END) AS ts
+        FROM batch_src GROUP BY action""").collect()
+    counts = {r.action: r.n for r in by_action}
+    applied_ts = [t for r in by_action for t in r.ts]
     phases.done("dedup and classify")
 
     spark.sql(f"""
@@ -323,6 +328,9 @@ def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id:
     if counts.get("delete", 0) or counts.get("noop", 0) or counts.get("stale", 0):
         merge_tombstones(spark, tombstones)
         phases.done("merge tombstones")
+    compacted = [t for t in (silver, tombstones) if maintain(spark, t, compact_after)]
+    if compacted:
+        phases.done("compact", ", ".join(compacted))
     src.unpersist()  # the runner's session is warm and shared by later runs
     parsed.unpersist()
     latencies = [now - ts for ts in applied_ts]
@@ -336,6 +344,22 @@ def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id:
         "latency_seconds": percentiles(latencies) | {"samples": latency_samples(latencies)},
         "phase_seconds": phases.seconds,
     }
+
+
+def maintain(spark, table: str, max_files: int = MAX_FILES_BEFORE_COMPACTION) -> bool:
+    """Compact once merge-on-read data and delete files pile up (each run adds a few),
+    so scans and MERGEs stay fast in a long-running lab. Snapshots are kept (time travel).
+    """
+    row = spark.sql(
+        f"SELECT summary FROM {table}.snapshots ORDER BY committed_at DESC LIMIT 1").first()
+    summary = row.summary if row else {}
+    files = int(summary.get("total-data-files", 0)) + int(summary.get("total-delete-files", 0))
+    if files <= max_files:
+        return False
+    catalog, name = table.split(".", 1)
+    spark.sql(f"""CALL {catalog}.system.rewrite_data_files(table => '{name}',
+        options => map('rewrite-all', 'true', 'remove-dangling-deletes', 'true'))""")
+    return True
 
 
 def merge_tombstones(spark, tombstones: str) -> None:
@@ -352,6 +376,13 @@ def merge_tombstones(spark, tombstones: str) -> None:
     """)
 
 
+def optional_arg(name: str) -> str | None:
+    """An optional job argument (getResolvedOptions only knows required ones)."""
+    from awsglue.utils import getResolvedOptions
+
+    return getResolvedOptions(sys.argv, [name])[name] if f"--{name}" in sys.argv else None
+
+
 def main() -> None:
     from pyspark.context import SparkContext
 
@@ -363,8 +394,8 @@ def main() -> None:
         "JOB_NAME", "bronze_database", "bronze_table", "silver_table", "tombstone_table",
         "quarantine_table",
     ])
-    run_id = (getResolvedOptions(sys.argv, ["JOB_RUN_ID"])["JOB_RUN_ID"]
-              if "--JOB_RUN_ID" in sys.argv else f"manual-{uuid.uuid4()}")
+    run_id = optional_arg("JOB_RUN_ID") or f"manual-{uuid.uuid4()}"
+    compact_after = int(optional_arg("compact_after_files") or MAX_FILES_BEFORE_COMPACTION)
     sc = SparkContext.getOrCreate()
     glueContext = GlueContext(sc)
     spark = glueContext.spark_session
@@ -377,7 +408,7 @@ def main() -> None:
         transformation_ctx="hostsIncrementalInputDF",
     ).toDF()
     metrics = run(spark, bronze, args["silver_table"], args["tombstone_table"],
-                  args["quarantine_table"], run_id)
+                  args["quarantine_table"], run_id, compact_after)
     metrics = {"job": args["JOB_NAME"], **metrics}
     print("CDCLAB_METRICS " + json.dumps(metrics, sort_keys=True), flush=True)
     job.commit()

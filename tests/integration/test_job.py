@@ -63,6 +63,9 @@ CDC_B = [  # lsn 200: delivered BEFORE CDC_A
     ch("U", 3, 200, 1, "C v3"), ch("I", 2, 200, 2, "B again"), ch("U", 4, 200, 3, "D v2"),
     ch("U", 3, 200, 4, "C v4"),
 ]
+CDC_C = [  # lsn 300: after everything; a delete and a re-insert
+    ch("D", 4, 300, 1), ch("I", 6, 300, 2, "new host", "Kyoto, Japan"),
+]
 BAD_LINE = 'I,2026-01-05 09:00:00,not-an-int,u,n,,,,,' + make_change_seq(200, 9)
 
 
@@ -112,8 +115,9 @@ class Tables:
                 {int(r["id"]): r["change_seq"] for r in tombs}, quarantine)
 
 
-def run_job(glue, endpoint: str, job: str, timeout: float = 900.0) -> dict:
-    run_id = glue.start_job_run(JobName=job)["JobRunId"]
+def run_job(glue, endpoint: str, job: str, timeout: float = 900.0,
+            arguments: dict[str, str] | None = None) -> dict:
+    run_id = glue.start_job_run(JobName=job, Arguments=arguments or {})["JobRunId"]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         run = glue.get_job_run(JobName=job, RunId=run_id)["JobRun"]
@@ -175,5 +179,12 @@ def test_job_matches_merge_model_out_of_order_and_replayed(iceberg_rest: dict,
         [bad] = quarantine  # the replay added no duplicate
         assert bad["source_file"].endswith("20260105-090320000.csv")
         assert bad["record_number"] == "6" and "id is not an INT" in bad["reason"]
+
+        # run 4: one more file, with compaction forced: same rows, fewer files
+        upload("20260105-090500000.csv", dms_csv(CDC_C))
+        m4 = run_job(glue, endpoint, job, arguments={"--compact_after_files": "1"})
+        assert "compact" in m4["phase_seconds"]
+        silver, tombs = apply_batch(silver, tombs, CDC_C)
+        assert tables.read()[:2] == (silver, tombs)
     finally:
         glue_service.stop()
