@@ -123,7 +123,7 @@ def test_the_cli_has_the_notebook_command() -> None:
     assert (args.ip, args.port, args.no_browser) == ("127.0.0.1", 9999, True)
 
 
-def test_notebook_refuses_a_stopped_embedded_stack(tmp_path, monkeypatch) -> None:
+def test_notebook_refuses_a_stopped_embedded_stack(tmp_path) -> None:
     from cdclab.notebook import running_stack_env
     from cdclab.services.base import ServiceError
 
