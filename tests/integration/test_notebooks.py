@@ -19,7 +19,11 @@ from cdclab.drain import current_wal_lsn, wait_for_drain
 from cdclab.sample_data import seed
 from cdclab.workload import run_workload
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [
+    pytest.mark.integration, pytest.mark.slow,
+    # platformdirs, when CI has no XDG_RUNTIME_DIR: Jupyter falls back to /tmp, harmless
+    pytest.mark.filterwarnings("ignore:XDG_RUNTIME_DIR is not set"),
+]
 
 NOTEBOOKS_DIR = settings.REPO_ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
@@ -48,7 +52,6 @@ def drained_stack(stack):
 @pytest.fixture
 def kernel_env(drained_stack, monkeypatch, tmp_path):
     """The kernel inherits our environment: point it at the test stack, nothing else."""
-    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "jupyter-runtime"))
     if drained_stack.state_dir is not None:
         monkeypatch.setenv(settings.ENV_STATE_DIR, str(drained_stack.state_dir))
     else:  # containers: no env file, so lab.connect() reads the keys from the environment
