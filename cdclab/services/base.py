@@ -39,6 +39,8 @@ def free_port() -> int:
 
 def port_is_free(port: int) -> bool:
     with socket.socket() as s:
+        # as servers bind: TIME_WAIT leftovers of a crashed server do not make it busy
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((LOOPBACK, port))
         except OSError:

@@ -7,8 +7,11 @@ The workload seed is random per run and printed; set CDCLAB_TEST_SEED to replay 
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import subprocess
+import sys
 import threading
 
 import psycopg
@@ -49,24 +52,47 @@ def test_silver_equals_source_after_a_randomized_workload(running_pipeline) -> N
 
 
 def test_crashes_mid_workload_replay_and_lose_nothing(running_pipeline) -> None:
+    """SIGKILL the emitter, the watcher and the Glue API (warm Spark and all) at random
+    moments of a live workload, restart them, and still reach silver == source."""
     stack = running_pipeline
     env = stack.env
+    rng = random.Random(SEED)
     done = threading.Event()
 
     def workload() -> None:
         try:
-            run_workload(env[settings.ENV_PG_DSN], transactions=200, rate=60, seed=SEED + 1)
+            run_workload(env[settings.ENV_PG_DSN], transactions=200, rate=50, seed=SEED + 1)
         finally:
             done.set()
 
     thread = threading.Thread(target=workload)
     thread.start()
     try:
-        for name in ("emitter", "watcher"):
-            done.wait(1.0)
-            stack.kill(name)  # a crash: no clean shutdown, no final confirm
-        done.wait(1.0)
-        stack.start("emitter", "watcher")  # restart from the slot's confirmed LSN
+        for name in rng.sample(["emitter", "watcher", "glue"], 3):
+            done.wait(rng.uniform(0.2, 1.5))
+            stack.kill(name)  # a crash: no clean shutdown, no final confirm or commit
+        done.wait(rng.uniform(0.2, 1.5))
+        stack.start("glue", "emitter", "watcher")  # restart from durable state
     finally:
         thread.join()
     _drain_and_reconcile(stack.env)
+
+
+def test_cli_reports_status_and_reconcile_as_json(running_pipeline) -> None:
+    """The scripting contract: `status --json` and `reconcile --json` (exit 0 when equal)."""
+    env = {**os.environ, settings.ENV_STATE_DIR: str(running_pipeline.state_dir)}
+    if running_pipeline.state_dir is None:
+        pytest.skip("the CLI drives the embedded stack")
+    status = subprocess.run([sys.executable, "-m", "cdclab.cli", "status", "--json"],
+                            env=env, capture_output=True, text=True, timeout=60)
+    doc = json.loads(status.stdout)
+    assert doc["postgres_dsn"].startswith("postgresql://") and doc["s3_endpoint"]
+    assert {s["name"] for s in doc["services"]} >= {"postgres", "minio", "iceberg-rest",
+                                                   "glue", "emitter", "watcher"}
+    _drain_and_reconcile(running_pipeline.env)
+    result = subprocess.run([sys.executable, "-m", "cdclab.cli", "reconcile", "--json"],
+                            env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["equal"] is True and report["mismatching_keys"] == []
+    assert report["source_rows"] == report["silver_rows"] > 0

@@ -63,6 +63,17 @@ def covered(glue, job: str, landed: dict[str, datetime]) -> bool:
     )
 
 
+def glue_with_job(ctx: StackContext, job: str, script: Path, source: str):
+    """A boto3 client of the local Glue API, with `job` running `source` (one slot)."""
+    glue = boto3.client("glue", endpoint_url=ctx.env[settings.ENV_GLUE_ENDPOINT],
+                        region_name="us-east-1", aws_access_key_id="x",
+                        aws_secret_access_key="y")
+    script.write_text(source)
+    glue.create_job(Name=job, Role="r", ExecutionProperty={"MaxConcurrentRuns": 1},
+                    Command={"Name": "glueetl", "ScriptLocation": str(script)})
+    return glue
+
+
 def test_files_landing_during_a_run_are_not_stranded(minio, tmp_path: Path):
     p = settings.load_pipeline()
     bucket, prefix, job = p.lake.bronze_bucket, p.bronze_prefix, p.glue_job.name
@@ -72,13 +83,7 @@ def test_files_landing_during_a_run_are_not_stranded(minio, tmp_path: Path):
     watcher = WatcherService(interval=0.2, full_scan_seconds=3)
     watcher_running = None
     try:
-        glue = boto3.client("glue", endpoint_url=ctx.env[settings.ENV_GLUE_ENDPOINT],
-                            region_name="us-east-1", aws_access_key_id="x",
-                            aws_secret_access_key="y")
-        script = tmp_path / "job.py"
-        script.write_text(JOB)
-        glue.create_job(Name=job, Role="r", ExecutionProperty={"MaxConcurrentRuns": 1},
-                        Command={"Name": "glueetl", "ScriptLocation": str(script)})
+        glue = glue_with_job(ctx, job, tmp_path / "job.py", JOB)
         watcher_running = start_service(watcher, ctx)
 
         landed = {}
@@ -137,13 +142,7 @@ def test_a_failed_run_gets_its_files_a_later_run_without_a_new_upload(minio, tmp
     glue_running = start_service(GlueApiService(warm=False), ctx)
     watcher_running = None
     try:
-        glue = boto3.client("glue", endpoint_url=ctx.env[settings.ENV_GLUE_ENDPOINT],
-                            region_name="us-east-1", aws_access_key_id="x",
-                            aws_secret_access_key="y")
-        script = tmp_path / "fails_once.py"
-        script.write_text(FAILS_ONCE)
-        glue.create_job(Name=job, Role="r", ExecutionProperty={"MaxConcurrentRuns": 1},
-                        Command={"Name": "glueetl", "ScriptLocation": str(script)})
+        glue = glue_with_job(ctx, job, tmp_path / "fails_once.py", FAILS_ONCE)
         watcher_running = start_service(WatcherService(interval=0.2, full_scan_seconds=3), ctx)
         key = f"{p.bronze_prefix}/20261122-120000000.csv"
         upload(s3, bucket, key)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from cdclab import settings
+from cdclab.services.base import pid_alive
 from cdclab.supervisor import INFRA, PIPELINE, Stack
 from tests.resources.stack_dirs import temp_state_dir
 
@@ -84,6 +86,9 @@ class StackHandle:
             pid = self.pid_of(name)
             assert pid is not None, f"{name} is not running"
             os.killpg(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 10
+            while pid_alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
 
 
 def _embedded() -> Iterator[StackHandle]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -17,4 +18,6 @@ def temp_state_dir(prefix: str) -> Iterator[Path]:
     try:
         yield path
     finally:
-        shutil.rmtree(path, ignore_errors=True)
+        # CDCLAB_KEEP_TEST_STATE=1 keeps logs and data for a post-mortem
+        if not os.environ.get("CDCLAB_KEEP_TEST_STATE"):
+            shutil.rmtree(path, ignore_errors=True)
