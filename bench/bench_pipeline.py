@@ -66,13 +66,13 @@ def main() -> None:
             "timings_seconds": summary["timings_seconds"],
             "cpus": os.cpu_count(),
         }
-        print(json.dumps(result, indent=2))
-        sys.exit(code)
     except BaseException:
         sys.stderr.write(log.getvalue())
         raise
     finally:
         shutil.rmtree(state, ignore_errors=True)
+    print(json.dumps(result, indent=2))
+    sys.exit(code)
 
 
 if __name__ == "__main__":
