@@ -128,7 +128,7 @@ def run_job(glue, endpoint: str, job: str, timeout: float = 900.0,
     raise AssertionError(f"job run {run_id} did not finish within {timeout}s")
 
 
-def test_job_matches_merge_model_out_of_order_and_replayed(iceberg_rest: dict,
+def test_job_matches_merge_model_out_of_order_and_replayed(iceberg_rest: dict, empty_bronze,
                                                            tmp_path: Path) -> None:
     p = settings.load_pipeline()
     env = dict(iceberg_rest["env"])

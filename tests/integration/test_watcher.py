@@ -74,7 +74,8 @@ def glue_with_job(ctx: StackContext, job: str, script: Path, source: str):
     return glue
 
 
-def test_files_landing_during_a_run_are_not_stranded(minio, tmp_path: Path):
+def test_files_landing_during_a_run_are_not_stranded(empty_bronze, tmp_path: Path):
+    minio = empty_bronze
     p = settings.load_pipeline()
     bucket, prefix, job = p.lake.bronze_bucket, p.bronze_prefix, p.glue_job.name
     s3 = minio["s3"]
@@ -135,7 +136,9 @@ if not marker.exists():
 """
 
 
-def test_a_failed_run_gets_its_files_a_later_run_without_a_new_upload(minio, tmp_path: Path):
+def test_a_failed_run_gets_its_files_a_later_run_without_a_new_upload(empty_bronze,
+                                                                    tmp_path: Path):
+    minio = empty_bronze
     p = settings.load_pipeline()
     bucket, job = p.lake.bronze_bucket, p.glue_job.name
     s3 = minio["s3"]

@@ -29,3 +29,18 @@ def minio() -> Iterator[dict]:
             }
         finally:
             running.stop()
+
+
+@pytest.fixture
+def empty_bronze(minio: dict) -> dict:
+    """The shared MinIO with the bronze table prefix emptied: tests that write or list
+    DMS files must not see another test's files."""
+    p = settings.load_pipeline()
+    s3 = minio["s3"]
+    for page in s3.get_paginator("list_objects_v2").paginate(
+        Bucket=p.lake.bronze_bucket, Prefix=p.bronze_prefix + "/"
+    ):
+        keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+        if keys:
+            s3.delete_objects(Bucket=p.lake.bronze_bucket, Delete={"Objects": keys})
+    return minio
