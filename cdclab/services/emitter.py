@@ -19,7 +19,8 @@ class EmitterService(Service):
         return read_state(ctx.state_dir / "emitter" / "state.json").get("phase") == PHASE_STREAMING
 
     def address(self, ctx: StackContext) -> str:
-        return "-"
+        p = settings.load_pipeline()
+        return f"slot {p.source.slot} -> {p.bronze_location}"
 
     def startup_timeout(self) -> float:
         return 300.0  # includes the full load

@@ -39,4 +39,5 @@ class WatcherService(Service):
         return json.loads(path.read_text()).get("updated_at", 0) >= self._started_at
 
     def address(self, ctx: StackContext) -> str:
-        return str(ctx.state_dir.joinpath(*WATCHER_STATE))
+        p = settings.load_pipeline()
+        return f"{p.bronze_location} -> lambda_function.lambda_handler -> {p.glue_job.name}"
