@@ -31,7 +31,7 @@ def _source_rows(dsn: str) -> int:
 def run_metrics(state_dir: Path) -> list[dict]:
     """The CDCLAB_METRICS line of every Glue run log."""
     found = []
-    for log in sorted((state_dir / "logs" / "glue-runs").glob("*.log")):
+    for log in sorted(settings.glue_run_logs(state_dir).glob("*.log")):
         for line in log.read_text(errors="replace").splitlines():
             if line.startswith(METRICS_PREFIX):
                 found.append(json.loads(line[len(METRICS_PREFIX):]))

@@ -28,6 +28,7 @@ ENV_REGION = "AWS_DEFAULT_REGION"
 ENV_PROFILE = "CDCLAB_PROFILE"  # local | aws
 ENV_BACKEND = "CDCLAB_BACKEND"  # tests: embedded | containers
 ENV_SPARK_MASTER = "CDCLAB_SPARK_MASTER"  # the runner's Spark master (default local[2])
+ENV_GLUE_RUN_LOGS = "CDCLAB_GLUE_RUN_LOGS"  # where Glue run logs are (default <state>/logs/...)
 ENV_JARS_DIR = "CDCLAB_JARS_DIR"  # where bootstrap put the resolved jars
 ENV_BATCH_INTERVAL = "CDCLAB_BATCH_INTERVAL_SECONDS"  # overrides dms.cdc_max_batch_interval
 ENV_BATCH_SIZE_KB = "CDCLAB_BATCH_SIZE_KB"  # overrides dms.cdc_min_file_size_kb
@@ -62,6 +63,12 @@ def versions() -> dict[str, str]:
             key, value = line.split("=", 1)
             pins[key.strip()] = value.strip()
     return pins
+
+
+def glue_run_logs(state: Path | None = None) -> Path:
+    """Per-run logs of the local Glue API (the job's CDCLAB_METRICS lines are there)."""
+    default = (state or state_dir()) / "logs" / "glue-runs"
+    return Path(os.environ.get(ENV_GLUE_RUN_LOGS, default))
 
 
 def jars_dir() -> Path:
