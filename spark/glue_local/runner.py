@@ -30,6 +30,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from cdclab import settings
 from glue_local import jobs_api
 from glue_local.errors import GlueError
 
@@ -151,7 +152,7 @@ class Runner:
     def __init__(self, store: jobs_api.JobStore, env: Mapping[str, str], state_dir: Path,
                  session_factory: Callable[[Mapping[str, str]], object] | None = None) -> None:
         self.store, self.env, self.state_dir = store, dict(env), Path(state_dir)
-        self.log_dir = self.state_dir / "logs" / "glue-runs"
+        self.log_dir = settings.glue_run_logs(self.state_dir)
         self._factory = session_factory or _default_session_factory
         self._session = None
         self._session_lock = threading.Lock()
