@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
+from botocore.exceptions import BotoCoreError, ClientError
 
 from cdclab import settings
 from dms_emitter import pgoutput as pg
@@ -202,10 +203,28 @@ class Emitter:
                  f"{self.changes} changes)")
 
 
+RECONNECT_BACKOFF_S = (1, 2, 5, 10, 30)
+
+
 def main() -> None:
+    """Run until SIGTERM; survive PostgreSQL or S3 outages by reconnecting. A restart
+    resumes at the slot's confirmed LSN, so an outage replays changes, never skips them."""
     from dms_emitter.sink import bronze_sink
 
     emitter = Emitter(EmitterConfig.from_env(), bronze_sink())
     signal.signal(signal.SIGTERM, emitter.stop)
     signal.signal(signal.SIGINT, emitter.stop)
-    emitter.run()
+    failures = 0
+    while not emitter.stopping:
+        try:
+            emitter.run()
+            return
+        except (repl.ReplicationLost, psycopg.OperationalError, OSError, BotoCoreError,
+                ClientError) as exc:
+            delay = RECONNECT_BACKOFF_S[min(failures, len(RECONNECT_BACKOFF_S) - 1)]
+            failures += 1
+            emitter.log(f"connection lost ({type(exc).__name__}: {exc}); reconnecting in "
+                        f"{delay}s from the slot's confirmed position")
+            deadline = time.monotonic() + delay
+            while not emitter.stopping and time.monotonic() < deadline:
+                time.sleep(0.2)

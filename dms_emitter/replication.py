@@ -16,6 +16,10 @@ class ReplicationError(RuntimeError):
     pass
 
 
+class ReplicationLost(ReplicationError):
+    """The connection or stream went away (server restart, network): worth a retry."""
+
+
 def ensure_publication(conn: psycopg.Connection, publication: str, schema: str,
                        table: str) -> None:
     if conn.execute("SELECT 1 FROM pg_publication WHERE pubname = %s",
@@ -43,7 +47,7 @@ def wait_slot_released(conn: psycopg.Connection, slot: str, timeout: float = 30.
         if row is None or row[0] is None:
             return
         if time.monotonic() > deadline:
-            raise ReplicationError(f"slot {slot!r} is still in use by PID {row[0]} after "
+            raise ReplicationLost(f"slot {slot!r} is still in use by PID {row[0]} after "
                                    f"{timeout:.0f}s: is another emitter running?")
         time.sleep(0.2)
 
@@ -102,7 +106,7 @@ class ReplicationConnection:
         res = self.pgconn.get_result()
         if res is None or res.status != pq.ExecStatus.COPY_BOTH:
             err = res.error_message.decode(errors="replace") if res else "no result"
-            raise ReplicationError(f"START_REPLICATION on slot {slot!r} failed: {err}")
+            raise ReplicationLost(f"START_REPLICATION on slot {slot!r} failed: {err}")
 
     def read(self, timeout: float, limit: int = 5000) -> list[pg.XLogData | pg.Keepalive]:
         """Up to `limit` messages; waits at most `timeout` seconds for the first one."""
@@ -116,7 +120,7 @@ class ReplicationConnection:
             if n < 0:
                 res = self.pgconn.get_result()
                 err = res.error_message.decode(errors="replace") if res else ""
-                raise ReplicationError(f"replication stream ended: {err or 'server closed it'}")
+                raise ReplicationLost(f"replication stream ended: {err or 'server closed it'}")
             if out or waited:
                 break
             readable, _, _ = select.select([self.pgconn.socket], [], [], timeout)
@@ -128,7 +132,7 @@ class ReplicationConnection:
     def send_status(self, flush_lsn: int, reply: bool = False) -> None:
         now = pg.to_pg_timestamp_now()
         if self.pgconn.put_copy_data(pg.standby_status(flush_lsn, now, reply)) != 1:
-            raise ReplicationError("could not send standby status update: "
+            raise ReplicationLost("could not send standby status update: "
                                    + self.pgconn.error_message.decode(errors="replace"))
         while self.pgconn.flush() == 1:
             time.sleep(0.01)

@@ -78,6 +78,20 @@ def test_crashes_mid_workload_replay_and_lose_nothing(running_pipeline) -> None:
     _drain_and_reconcile(stack.env)
 
 
+def test_source_database_crash_the_emitter_reconnects(running_pipeline) -> None:
+    """PostgreSQL dies (SIGKILL: crash recovery on restart) between two workloads; the
+    emitter reconnects by itself and resumes from the slot: nothing is lost."""
+    stack = running_pipeline
+    dsn = stack.env[settings.ENV_PG_DSN]
+    run_workload(dsn, transactions=60, rate=60, seed=SEED + 2)
+    emitter_pid = stack.pid_of("emitter")
+    stack.kill("postgres")
+    stack.start("postgres")
+    run_workload(dsn, transactions=60, rate=60, seed=SEED + 3)
+    _drain_and_reconcile(stack.env)
+    assert stack.pid_of("emitter") == emitter_pid  # the same process, reconnected
+
+
 def test_cli_reports_status_and_reconcile_as_json(running_pipeline) -> None:
     """The scripting contract: `status --json` and `reconcile --json` (exit 0 when equal)."""
     env = {**os.environ, settings.ENV_STATE_DIR: str(running_pipeline.state_dir)}
