@@ -9,8 +9,9 @@ CDCLAB := $(VENV)/bin/cdclab
 setup:  ## install what is missing (idempotent; downloads cached in ~/.cache/cdclab)
 	@bash scripts/bootstrap.sh
 
+DEMO_ARGS ?=
 demo: setup  ## start the stack, seed, full load, live workload, drain, reconcile
-	@$(CDCLAB) demo
+	@$(CDCLAB) demo $(DEMO_ARGS)
 
 test: setup  ## lint, then the whole test suite (unit + integration on the embedded stack)
 	@$(VENV)/bin/ruff check .
