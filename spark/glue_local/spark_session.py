@@ -45,6 +45,9 @@ def session_conf(
         "spark.pyspark.driver.python": sys.executable,
         **catalog,
     }
+    if settings.ENV_SPARK_MASTER not in env:
+        # local mode: the driver's RPC and block manager listen on loopback only
+        conf |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
     conf.update(extra_conf or {})
     return conf
 

@@ -129,6 +129,9 @@ def test_session_conf_local_and_aws(tmp_path, monkeypatch) -> None:
     assert local["spark.ui.enabled"] == "false" and local["spark.sql.shuffle.partitions"] == "2"
     assert local["spark.sql.catalog.job_catalog.uri"] == "http://127.0.0.1:8"
     assert local["spark.sql.warehouse.dir"].startswith(str(tmp_path))
+    assert local["spark.driver.bindAddress"] == local["spark.driver.host"] == "127.0.0.1"
+    cluster = spark_session.session_conf({**env, "CDCLAB_SPARK_MASTER": "spark://m:7077"})
+    assert cluster["spark.master"] == "spark://m:7077" and "spark.driver.host" not in cluster
     aws = spark_session.session_conf({"CDCLAB_PROFILE": "aws", "CDCLAB_STATE_DIR": "/s"})
     assert aws["spark.sql.catalog.job_catalog.catalog-impl"].endswith("GlueCatalog")
     assert "spark.hadoop.fs.s3a.endpoint" not in aws
