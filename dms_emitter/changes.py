@@ -8,7 +8,14 @@ from dataclasses import dataclass, field
 from dms_emitter import pgoutput as pg
 from dms_emitter.batching import Transaction
 from dms_emitter.change_seq import change_seq
-from dms_emitter.dms_csv import OP_DELETE, OP_INSERT, OP_UPDATE, CsvFormat, DmsRow, encode_row
+from dms_emitter.dms_csv import (
+    OP_DELETE,
+    OP_INSERT,
+    OP_UPDATE,
+    CsvFormat,
+    encode_line,
+    format_ts,
+)
 
 
 class ChangeError(RuntimeError):
@@ -20,6 +27,7 @@ class _Open:
     final_lsn: int
     commit_ts: int
     lines: list[str] = field(default_factory=list)
+    ts_text: str | None = None  # commit time as DMS writes it: shared by every row
 
 
 class ChangeBuilder:
@@ -120,6 +128,7 @@ class ChangeBuilder:
 
     def _emit(self, op: str, values: tuple[str | None, ...]) -> None:
         txn = self._require_txn(op)
-        row = DmsRow(op, pg.pg_timestamp(txn.commit_ts), values,
-                     change_seq(txn.final_lsn, len(txn.lines) + 1))
-        txn.lines.append(encode_row(row, self.fmt))
+        if txn.ts_text is None:
+            txn.ts_text = format_ts(pg.pg_timestamp(txn.commit_ts))
+        seq = change_seq(txn.final_lsn, len(txn.lines) + 1)
+        txn.lines.append(encode_line((op, txn.ts_text, *values, seq), self.fmt))

@@ -64,7 +64,8 @@ def format_ts(moment: datetime) -> str:
 def encode_field(value: str | None, fmt: CsvFormat = CsvFormat()) -> str:
     if value is None:
         return ""
-    if value == "" or any(c in value for c in (fmt.delimiter, '"', "\r", "\n")):
+    if (value == "" or fmt.delimiter in value or '"' in value or "\n" in value
+            or "\r" in value):
         return '"' + value.replace('"', '""') + '"'
     return value
 

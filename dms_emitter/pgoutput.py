@@ -126,6 +126,10 @@ _NAMES = {
 }
 
 
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+
+
 class _Reader:
     def __init__(self, data: bytes, what: str) -> None:
         self.data = data
@@ -160,25 +164,46 @@ class _Reader:
             raise self.fail(f"invalid UTF-8 in string ({exc.reason})", start) from None
 
     def tuple_data(self) -> TupleData:
+        # The hot path of the emitter (one call per change): a tight loop over the buffer
+        # with unpack_from instead of a method call per field.
+        data, pos, size = self.data, self.pos, len(self.data)
+        if pos + 2 > size:
+            raise self.fail(f"needs 2 more bytes, {size - pos} left")
+        (count,) = _INT16.unpack_from(data, pos)
+        pos += 2
         values: list[Value] = []
-        for _ in range(self.unpack(">h")):
-            at = self.pos
-            kind = self.byte()
-            if kind == "n":
-                values.append(None)
-            elif kind == "u":
-                values.append(UNCHANGED_TOAST)
-            elif kind in "tb":
-                raw = self.take(self.unpack(">i"))
-                if kind == "b":
-                    values.append(raw)
+        append = values.append
+        for _ in range(count):
+            if pos >= size:
+                self.pos = pos
+                raise self.fail(f"needs 1 more bytes, {size - pos} left")
+            at, kind = pos, data[pos]
+            pos += 1
+            if kind == 0x74 or kind == 0x62:  # 't' text, 'b' binary
+                if pos + 4 > size:
+                    self.pos = pos
+                    raise self.fail(f"needs 4 more bytes, {size - pos} left")
+                (length,) = _INT32.unpack_from(data, pos)
+                pos += 4
+                if length < 0 or pos + length > size:
+                    self.pos = pos
+                    raise self.fail(f"needs {length} more bytes, {size - pos} left")
+                raw = bytes(data[pos:pos + length])
+                pos += length
+                if kind == 0x62:
+                    append(raw)
                     continue
                 try:
-                    values.append(raw.decode("utf-8"))
+                    append(raw.decode("utf-8"))
                 except UnicodeDecodeError as exc:
                     raise self.fail(f"invalid UTF-8 in text value ({exc.reason})", at) from None
+            elif kind == 0x6E:  # 'n'
+                append(None)
+            elif kind == 0x75:  # 'u'
+                append(UNCHANGED_TOAST)
             else:
-                raise self.fail(f"unknown tuple value kind {kind!r}", at)
+                raise self.fail(f"unknown tuple value kind {chr(kind)!r}", at)
+        self.pos = pos
         return tuple(values)
 
     def end(self) -> None:
