@@ -22,6 +22,15 @@ def _stack():
     return Stack(progress=say)
 
 
+def mask_password(dsn: str) -> str:
+    """postgresql://user:secret@host/db -> postgresql://user:***@host/db"""
+    scheme, sep, rest = dsn.partition("://")
+    creds, at, host = rest.rpartition("@")
+    if not sep or not at or ":" not in creds:
+        return dsn
+    return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
+
+
 def _require_running(stack, *names: str) -> dict[str, str]:
     missing = [n for n in names if stack.pid_of(n) is None]
     if missing:
@@ -72,7 +81,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             health = ("healthy" if s.healthy else "unhealthy") if s.running else "-"
             print(f"{s.name:<14}{state:<10}{health:<10}{s.pid or '-'!s:<9}{s.address}")
         if env.get(settings.ENV_PG_DSN):
-            print(f"\npostgres: {env[settings.ENV_PG_DSN]}")
+            # the password stays out of terminals and screen shares: `cdclab env` shows it
+            print(f"\npostgres: {mask_password(env[settings.ENV_PG_DSN])}")
             print(f"s3:       {env.get(settings.ENV_S3_ENDPOINT)}")
     all_up = all(s.running and s.healthy for s in statuses)
     return 0 if all_up else 3

@@ -87,7 +87,6 @@ def glue_job_policy(n: StackNames, p: PipelineSettings, *, temp_prefix: str) -> 
                 "glue:GetTables",
                 "glue:CreateTable",
                 "glue:UpdateTable",
-                "glue:DeleteTable",
                 "glue:GetPartition",
                 "glue:GetPartitions",
                 "glue:BatchGetPartition",
@@ -130,7 +129,7 @@ def dms_s3_target_policy(n: StackNames, p: PipelineSettings) -> Policy:
             ["s3:PutObject", "s3:DeleteObject", "s3:PutObjectTagging"],
             [_objects(n.bronze_bucket, p.dms.bucket_folder)],
         ),
-        _allow("ListBronze", ["s3:ListBucket"], [_bucket(n.bronze_bucket)]),
+        _list_prefix("ListDmsFolder", n.bronze_bucket, p.dms.bucket_folder),
     )
 
 

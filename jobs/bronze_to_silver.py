@@ -264,6 +264,7 @@ def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id:
         ).createOrReplaceTempView("bad_rows")
         spark.sql(f"""MERGE INTO {quarantine} q USING bad_rows b
             ON q.source_file = b.source_file AND q.record_number = b.record_number
+               AND q.raw_fields <=> b.raw_fields
             WHEN NOT MATCHED THEN INSERT *""")
         phases.done("quarantine", f"{metrics['quarantined']} records")
 

@@ -75,3 +75,11 @@ def test_a_changed_value_is_reported_with_an_example() -> None:
     assert not result.equal and result.different == 1 and result.mismatching_keys == [7]
     assert result.examples[0]["source"]["url"] == "a"
     assert result.examples[0]["silver"]["url"] == "b"
+
+
+def test_status_masks_the_database_password() -> None:
+    from cdclab.cli import mask_password
+
+    assert (mask_password("postgresql://cdclab:s3cr:et@127.0.0.1:5432/airbnb_db")
+            == "postgresql://cdclab:***@127.0.0.1:5432/airbnb_db")
+    assert mask_password("postgresql://127.0.0.1/db") == "postgresql://127.0.0.1/db"
