@@ -22,7 +22,6 @@ from datetime import date, datetime
 
 OPS = ("I", "U", "D")
 CHANGE_SEQ_DIGITS = 35  # 20-digit commit LSN + 15-digit position in the transaction
-FULL_LOAD_LSN = "0" * 20
 # Java's \s (what Spark's split uses) is ASCII whitespace only; Python's is Unicode.
 _LOCATION_SPLIT = re.compile(r",[ \t\n\x0b\f\r]*")
 
@@ -41,10 +40,6 @@ class Change:
     location: str | None = None
     response_time: str | None = None
     response_rate: str | None = None
-
-    @property
-    def is_full_load(self) -> bool:
-        return self.change_seq.startswith(FULL_LOAD_LSN)
 
 
 @dataclass(frozen=True)

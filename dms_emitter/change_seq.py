@@ -22,9 +22,12 @@ def change_seq(commit_lsn: int, position: int) -> str:
     return f"{commit_lsn:0{LSN_DIGITS}d}{position:0{POSITION_DIGITS}d}"
 
 
-def full_load_seq(row_number: int) -> str:
-    """Full-load row `row_number` (1-based): LSN 0, before every CDC change."""
-    return change_seq(0, row_number)
+def full_load_seq(row_number: int, consistent_lsn: int = 1) -> str:
+    """Full-load row `row_number` (1-based) of the load taken at the slot's consistent
+    point: just below it, so the rows order before every CDC change of that slot (whose
+    commits are at or after the consistent point) and after everything of an earlier
+    load or slot — a redone full load wins over what it replaces."""
+    return change_seq(max(consistent_lsn - 1, 0), row_number)
 
 
 def split_change_seq(seq: str) -> tuple[int, int]:

@@ -117,26 +117,30 @@ class Emitter:
             elif self.state.get("phase") == PHASE_STREAMING and slot_lsn is None:
                 raise SystemExit(
                     f"dms_emitter: state {cfg.state_path} says streaming but slot {cfg.slot} "
-                    "is gone; changes may be lost. Delete the state file to redo the full load."
+                    "is gone; changes may be lost. Delete the state file to redo the full "
+                    "load: its rows replace what silver holds, but rows deleted meanwhile "
+                    "stay in silver, so for an exact copy reset the lake too (cdclab demo "
+                    "--fresh, or `cdclab down && rm -rf .cdclab`)."
                 )
         conn = repl.ReplicationConnection(cfg.dsn)
         try:
             if self.state.get("phase") != PHASE_STREAMING:
                 self.save(phase=PHASE_FULL_LOAD, last_file=None)
-                _, snapshot = conn.create_slot(cfg.slot)
-                self.full_load(snapshot, columns)
+                consistent_lsn, snapshot = conn.create_slot(cfg.slot)
+                self.full_load(snapshot, columns, consistent_lsn)
                 self.save(phase=PHASE_STREAMING)
             self.stream(conn, columns)
         finally:
             conn.close()
 
-    def full_load(self, snapshot: str, columns: list[str]) -> None:
+    def full_load(self, snapshot: str, columns: list[str], consistent_lsn: int) -> None:
         cfg = self.cfg
         for stale in self.sink.names("LOAD"):
             self.sink.delete(stale)  # from an interrupted earlier attempt
         loaded_at = datetime.now(UTC)
         rows = repl.snapshot_rows(cfg.dsn, snapshot, cfg.schema, cfg.table, columns, cfg.key)
-        lines = (encode_row(DmsRow(OP_INSERT, loaded_at, values, full_load_seq(n)), cfg.fmt)
+        lines = (encode_row(DmsRow(OP_INSERT, loaded_at, values,
+                                   full_load_seq(n, consistent_lsn)), cfg.fmt)
                  for n, values in enumerate(rows, start=1))
         total = 0
         for number, group in enumerate(chunk_lines(lines, cfg.max_file_bytes), start=1):

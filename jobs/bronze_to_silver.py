@@ -125,6 +125,11 @@ def validate(row: dict[str, str | None]) -> str | None:
     return None
 
 
+def is_full_load_file(path: str) -> bool:
+    """DMS names full-load files LOAD00000001.csv...; CDC files are named by time."""
+    return path.rsplit("/", 1)[-1].startswith("LOAD")
+
+
 def _parses(fn, value: str) -> bool:
     try:
         fn(value)
@@ -157,6 +162,10 @@ def parse_file(path: str, data: bytes) -> Iterator[tuple]:
                 reason = f"{len(fields)} columns, header has {len(header)}"
             else:
                 values = dict(zip(header, fields, strict=True))
+                if values["change_seq"] is None and is_full_load_file(path):
+                    # AWS DMS leaves $AR_H_CHANGE_SEQ empty on full-load rows: they come
+                    # before every change, so they get the lowest sequence.
+                    values["change_seq"] = f"{FULL_LOAD_LSN}{record:015d}"
                 reason = validate(values)
         if reason is not None:
             yield (path, record, line, reason, raw) + (None,) * len(BRONZE_COLUMNS)
@@ -278,6 +287,8 @@ def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id:
         F.when(F.col("location").isNotNull(), loc.getItem(0)).alias("location_city"),
         F.when(F.size(loc) > 1, loc.getItem(1)).alias("location_country"),
         "response_time", "response_rate", "change_seq",
+        # full-load rows are not CDC changes: no commit-to-silver latency for them
+        F.regexp_extract("source_file", r"(^|/)(LOAD[^/]*)$", 2).alias("_load_file"),
     )
     latest = (
         cleaned.withColumn("_rn", F.row_number().over(
@@ -298,10 +309,10 @@ def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id:
     """).cache()  # evaluated once, before the MERGE changes silver
     src.createOrReplaceTempView("batch_src")
     # One pass: counts per action, and the commit times of the applied CDC changes.
-    by_action = spark.sql(f"""
+    by_action = spark.sql("""
         SELECT action, count(*) AS n, collect_list(CASE
             WHEN action IN ('insert', 'update', 'delete')
-             AND substring(change_seq, 1, 20) <> '{FULL_LOAD_LSN}'
+             AND _load_file = ''
             THEN unix_micros(last_updated_ts) / 1e6 END) AS ts
         FROM batch_src GROUP BY action""").collect()
     counts = {r.action: r.n for r in by_action}

@@ -33,9 +33,19 @@ def test_string_order_is_change_order(changes: list[tuple[int, int]]) -> None:
     assert all(a < b for a, b in zip(seqs, seqs[1:], strict=False))  # strictly increasing
 
 
-@given(st.integers(1, MAX_POSITION), lsn, pos)
-def test_full_load_rows_order_before_every_cdc_change(row: int, commit_lsn: int, p: int) -> None:
-    assert full_load_seq(row) < change_seq(commit_lsn, p)
+@given(st.integers(1, MAX_POSITION), st.integers(2, MAX_LSN // 2), st.integers(0, MAX_LSN // 2),
+       pos)
+def test_full_load_orders_before_its_cdc_and_after_everything_earlier(
+    row: int, consistent: int, offset: int, p: int
+) -> None:
+    """A load taken at the slot's consistent point sorts before every change that slot
+    streams (commits at or after the point) and after any earlier load or change."""
+    load = full_load_seq(row, consistent)
+    assert load < change_seq(consistent + offset, p)
+    earlier = consistent - 2 - offset % (consistent - 1)  # any LSN below the load's
+    if earlier >= 0:
+        assert change_seq(earlier, p) < load
+        assert full_load_seq(row, earlier + 1) < load  # an older load loses
 
 
 def test_out_of_range_is_rejected_clearly() -> None:

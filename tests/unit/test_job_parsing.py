@@ -72,6 +72,18 @@ def test_malformed_rows_are_quarantined_with_a_reason(line: str, reason: str) ->
     assert rows[1][4] == line.rstrip("\n")
 
 
+def test_full_load_rows_without_change_seq_come_first_cdc_rows_without_it_are_bad() -> None:
+    """AWS DMS leaves $AR_H_CHANGE_SEQ empty on full-load rows (LOAD files)."""
+    no_seq = GOOD.replace(f",{SEQ}\n", ",\n")
+    body = (HEADER + no_seq + no_seq.replace(",1,", ",2,", 1)).encode()
+    rows = list(job.parse_file("s3://b/dms/LOAD00000001.csv", body))
+    seqs = [dict(zip(job.BRONZE_COLUMNS, r[5:], strict=True))["change_seq"] for r in rows]
+    assert [r[3] for r in rows] == [None, None]  # valid
+    assert seqs == ["0" * 20 + f"{2:015d}", "0" * 20 + f"{3:015d}"]  # by record number
+    [cdc] = list(job.parse_file("s3://b/dms/20261122-101500123.csv", (HEADER + no_seq).encode()))
+    assert "change_seq is not 35 digits" in cdc[3]
+
+
 def test_bad_header_quarantines_every_row() -> None:
     rows = list(job.parse_file("f.csv", ("Op,id\n" + GOOD).encode()))
     assert len(rows) == 1 and rows[0][3].startswith("bad header")

@@ -120,5 +120,4 @@ def test_clean_row_drops_location_and_keeps_seq() -> None:
     row = clean_row(c)
     assert (row.location_city, row.location_country) == ("Rome", "Italy")
     assert row.change_seq == c.change_seq and row.since == date(2020, 1, 2)
-    assert c.is_full_load
     assert not hasattr(row, "location")
