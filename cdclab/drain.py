@@ -77,15 +77,9 @@ def newest_bronze_object(env: Mapping[str, str]) -> datetime | None:
 
 
 def job_runs(env: Mapping[str, str]) -> list[JobRun]:
-    import boto3
+    from cdclab.setup import glue_client
 
-    glue = boto3.client(
-        "glue",
-        endpoint_url=env[settings.ENV_GLUE_ENDPOINT],
-        region_name=env.get(settings.ENV_REGION, settings.DEFAULT_REGION),
-        aws_access_key_id=env[settings.ENV_ACCESS_KEY],
-        aws_secret_access_key=env[settings.ENV_SECRET_KEY],
-    )
+    glue = glue_client(env)
     name = settings.load_pipeline().glue_job.name
     runs: list[JobRun] = []
     for page in glue.get_paginator("get_job_runs").paginate(JobName=name):
