@@ -13,7 +13,7 @@ import sys
 
 from cdclab import settings
 from cdclab.services.base import StackContext, start_service
-from cdclab.supervisor import PORT_ENV_PREFIX, all_services
+from cdclab.supervisor import all_services, pinned_port
 
 # Well-known ports inside containers (the embedded runtime picks free ones instead).
 CONTAINER_PORTS = {
@@ -22,8 +22,7 @@ CONTAINER_PORTS = {
 
 
 def port_for(port_name: str) -> int:
-    pinned = os.environ.get(PORT_ENV_PREFIX + port_name.upper())
-    return int(pinned) if pinned else CONTAINER_PORTS[port_name]
+    return pinned_port(port_name) or CONTAINER_PORTS[port_name]
 
 
 def serve(name: str) -> int:

@@ -35,6 +35,16 @@ PORT_ENV_PREFIX = "CDCLAB_PORT_"  # e.g. CDCLAB_PORT_POSTGRES=5432 pins a port
 Progress = Callable[[str], None]
 
 
+def port_env_key(port_name: str) -> str:
+    """The variable that pins a port: CDCLAB_PORT_ICEBERG_REST for iceberg_rest."""
+    return PORT_ENV_PREFIX + port_name.upper().replace("-", "_")
+
+
+def pinned_port(port_name: str) -> int | None:
+    value = os.environ.get(port_env_key(port_name))
+    return int(value) if value else None
+
+
 def all_services() -> list[Service]:
     """Every service in start order (infrastructure first, then the pipeline)."""
     from cdclab.services.emitter import EmitterService
@@ -112,9 +122,9 @@ class Stack:
     # --- ports ----------------------------------------------------------------------
     def _allocate_ports(self, service: Service) -> None:
         for port_name in service.port_names:
-            pinned = os.environ.get(PORT_ENV_PREFIX + port_name.upper().replace("-", "_"))
+            pinned = pinned_port(port_name)
             if pinned:
-                self.ctx.ports[port_name] = int(pinned)
+                self.ctx.ports[port_name] = pinned
             elif port_name not in self.ctx.ports:
                 self.ctx.ports[port_name] = free_port()
 
@@ -125,7 +135,7 @@ class Stack:
                 raise ServiceError(
                     f"port {port} ({port_name}) on 127.0.0.1 is busy, so {service.name} cannot "
                     f"start. Stop what uses it, or pin another port with "
-                    f"{PORT_ENV_PREFIX}{port_name.upper()}=<port>."
+                    f"{port_env_key(port_name)}=<port>."
                 )
 
     # --- processes ------------------------------------------------------------------
