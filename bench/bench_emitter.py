@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from cdclab.services.base import StackContext, start_service  # noqa: E402
 from cdclab.services.emitter import EmitterService  # noqa: E402
 from cdclab.services.minio import MinioService, s3_client  # noqa: E402
 from cdclab.services.postgres import PostgresService  # noqa: E402
+from tests.resources.stack_dirs import temp_state_dir  # noqa: E402
 
 
 def peak_rss_mb(pid: int) -> float | None:
@@ -62,8 +62,11 @@ def main() -> None:
     ap.add_argument("--cdc-changes", type=int, default=100_000)
     args = ap.parse_args()
 
-    state = Path(tempfile.mkdtemp(prefix="cdclab-bench-"))
-    state.chmod(0o755)
+    with temp_state_dir("bench") as state:
+        run(args, state)
+
+
+def run(args: argparse.Namespace, state: Path) -> None:
     ctx = StackContext(state_dir=state, env=credentials.generate())
     ctx.env[settings.ENV_STATE_DIR] = str(state)
     started = []
@@ -118,9 +121,6 @@ def main() -> None:
     finally:
         for running in reversed(started):
             running.stop()
-        import shutil
-
-        shutil.rmtree(state, ignore_errors=True)
 
 
 if __name__ == "__main__":

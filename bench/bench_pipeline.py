@@ -15,15 +15,14 @@ import contextlib
 import io
 import json
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cdclab import settings  # noqa: E402
+from tests.resources.stack_dirs import temp_state_dir  # noqa: E402
 
 
 def main() -> None:
@@ -33,9 +32,14 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=20.0)
     args = ap.parse_args()
 
-    state = Path(tempfile.mkdtemp(prefix="cdclab-bench-pipeline-"))
-    state.chmod(0o755)
-    os.environ[settings.ENV_STATE_DIR] = str(state)
+    with temp_state_dir("bench-pipeline") as state:
+        os.environ[settings.ENV_STATE_DIR] = str(state)
+        code, result = run(args, state)
+    print(json.dumps(result, indent=2))
+    sys.exit(code)
+
+
+def run(args: argparse.Namespace, state: Path) -> tuple[int, dict]:
     from cdclab.demo import run_demo, run_metrics
 
     log = io.StringIO()
@@ -43,36 +47,31 @@ def main() -> None:
         with contextlib.redirect_stdout(log):
             code = run_demo(rows=args.rows, duration=args.duration, rate=args.rate, fresh=False,
                             keep_running=False, progress=lambda m: print(m))
-        summary = json.loads((state / "demo-summary.json").read_text())
-        metrics = run_metrics(state)
-        warm = [m for m in metrics[1:] if m.get("files")]  # the first run pays the cold start
-        phase_names = sorted({k for m in warm for k in m.get("phase_seconds", {})})
-        result = {
-            "benchmark": "pipeline",
-            "params": vars(args),
-            "silver_equals_source": summary["equal"],
-            "commit_to_silver_seconds": summary["commit_to_silver_seconds"],
-            "glue_runs": len(metrics),
-            "warm_run_seconds": {
-                "median_total": round(statistics.median(
-                    sum(m["phase_seconds"].values()) for m in warm), 2) if warm else None,
-                "median_by_phase": {
-                    # phase names carry counts ("parse 37 records"): group by first word
-                    name: round(statistics.median(
-                        m["phase_seconds"][name] for m in warm if name in m["phase_seconds"]), 2)
-                    for name in phase_names if sum(name in m["phase_seconds"] for m in warm) > 1
-                },
-            },
-            "timings_seconds": summary["timings_seconds"],
-            "cpus": os.cpu_count(),
-        }
     except BaseException:
         sys.stderr.write(log.getvalue())
         raise
-    finally:
-        shutil.rmtree(state, ignore_errors=True)
-    print(json.dumps(result, indent=2))
-    sys.exit(code)
+    summary = json.loads((state / "demo-summary.json").read_text())
+    metrics = run_metrics(state)
+    warm = [m for m in metrics[1:] if m.get("files")]  # the first run pays the cold start
+    phase_names = sorted({k for m in warm for k in m.get("phase_seconds", {})})
+    return code, {
+        "benchmark": "pipeline",
+        "params": vars(args),
+        "silver_equals_source": summary["equal"],
+        "commit_to_silver_seconds": summary["commit_to_silver_seconds"],
+        "glue_runs": len(metrics),
+        "warm_run_seconds": {
+            "median_total": round(statistics.median(
+                sum(m["phase_seconds"].values()) for m in warm), 2) if warm else None,
+            "median_by_phase": {  # phases that ran in more than one warm run
+                name: round(statistics.median(
+                    m["phase_seconds"][name] for m in warm if name in m["phase_seconds"]), 2)
+                for name in phase_names if sum(name in m["phase_seconds"] for m in warm) > 1
+            },
+        },
+        "timings_seconds": summary["timings_seconds"],
+        "cpus": os.cpu_count(),
+    }
 
 
 if __name__ == "__main__":
