@@ -337,10 +337,13 @@ def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id:
     """)
     now = time.time()
     phases.done("merge into silver")
+    written = [silver]
     if counts.get("delete", 0) or counts.get("noop", 0) or counts.get("stale", 0):
         merge_tombstones(spark, tombstones)
         phases.done("merge tombstones")
-    compacted = [t for t in (silver, tombstones) if maintain(spark, t, compact_after)]
+        written.append(tombstones)
+    # only a table written by this run can have gained files
+    compacted = [t for t in written if maintain(spark, t, compact_after)]
     if compacted:
         phases.done("compact", ", ".join(compacted))
     src.unpersist()  # the runner's session is warm and shared by later runs
