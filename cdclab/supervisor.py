@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cdclab import credentials, settings
+from cdclab.atomic import write_json
 from cdclab.services.base import (
     Service,
     ServiceError,
@@ -105,11 +106,8 @@ class Stack:
         return {"ports": {}, "pids": {}}
 
     def _save_record(self) -> None:
-        self.state_dir.mkdir(parents=True, exist_ok=True)
         self._record["ports"] = self.ctx.ports
-        tmp = self.state_dir / (STACK_FILE + ".tmp")
-        tmp.write_text(json.dumps(self._record, indent=2))
-        tmp.rename(self.state_dir / STACK_FILE)
+        write_json(self.state_dir / STACK_FILE, self._record)
 
     def _write_env_file(self) -> None:
         path = self.state_dir / ENV_FILE

@@ -19,6 +19,7 @@ import psycopg
 from botocore.exceptions import BotoCoreError, ClientError
 
 from cdclab import settings
+from cdclab.atomic import write_json
 from dms_emitter import pgoutput as pg
 from dms_emitter import replication as repl
 from dms_emitter.batching import Batcher
@@ -80,10 +81,7 @@ def read_state(path: Path) -> dict:
 
 
 def write_state(path: Path, state: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=2))
-    tmp.replace(path)
+    write_json(path, state)
 
 
 class Emitter:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC
 from pathlib import Path
 
+from cdclab.atomic import write_json
 from lambda_shim import watch_logic as logic
 from lambda_shim.s3_events import S3Object, s3_event
 
@@ -67,11 +68,8 @@ def load_state(path: Path) -> logic.WatchState:
 
 
 def save_state(path: Path, state: logic.WatchState) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = {**logic.to_dict(state), "updated_at": time.time(), "pid": os.getpid()}
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)  # atomic: a crash leaves the old or the new state, never half
+    # atomic: a crash leaves the old or the new state, never half
+    write_json(path, {**logic.to_dict(state), "updated_at": time.time(), "pid": os.getpid()})
 
 
 def list_objects(s3, bucket: str, prefix: str, start_after: str | None,

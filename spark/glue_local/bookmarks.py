@@ -9,10 +9,11 @@ File-level, like Glue's S3 bookmarks: a file is identified by key + ETag + size.
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 from pathlib import Path
+
+from cdclab.atomic import write_json
 
 ENABLE = "job-bookmark-enable"
 DISABLE = "job-bookmark-disable"
@@ -68,10 +69,7 @@ def commit(
 
 
 def _save(path: Path, state: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(state, indent=1, sort_keys=True))
-    os.replace(tmp, path)  # readers never see a half-written file
+    write_json(path, state, sort_keys=True)  # readers never see a half-written file
 
 
 def get_bookmark(state_dir: Path | str, job_name: str) -> dict:

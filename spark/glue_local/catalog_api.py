@@ -8,13 +8,13 @@ API; errors are GlueError with Glue's codes. State lives under
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from cdclab.atomic import write_json
 from glue_local.errors import GlueError, already_exists, invalid_input, not_found
 
 CATALOG_ID = "000000000000"
@@ -47,10 +47,7 @@ def _read(path: Path) -> dict:
 
 
 def _write(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-    os.replace(tmp, path)
+    write_json(path, data, sort_keys=True)
 
 
 def _database(ctx, name: str) -> dict:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
-import os
 import secrets
 import threading
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from cdclab.atomic import write_json
 from glue_local.errors import GlueError
 
 ACTIVE_STATES = ("STARTING", "RUNNING", "STOPPING")
@@ -107,13 +107,6 @@ def _fname(name: str) -> str:
     return quote(name, safe="") + ".json"
 
 
-def _write_json(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{threading.get_ident()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)
-
-
 class JobStore:
     """Jobs and runs on disk. One lock: the API is small and calls are short."""
 
@@ -139,7 +132,7 @@ class JobStore:
         return job
 
     def put_job(self, job: dict) -> None:
-        _write_json(self.jobs_dir / _fname(job["Name"]), job)
+        write_json(self.jobs_dir / _fname(job["Name"]), job)
 
     def delete_job(self, name: str) -> None:
         (self.jobs_dir / _fname(name)).unlink(missing_ok=True)
@@ -164,7 +157,7 @@ class JobStore:
 
     def put_run(self, run: dict) -> None:
         with self.lock:
-            _write_json(self.runs_dir / quote(run["JobName"], safe="") / _fname(run["Id"]), run)
+            write_json(self.runs_dir / quote(run["JobName"], safe="") / _fname(run["Id"]), run)
             self._job_runs(run["JobName"])[run["Id"]] = dict(run)
 
     def list_runs(self, job_name: str) -> list[dict]:
