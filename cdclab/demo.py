@@ -98,7 +98,7 @@ def run_demo(
     # full load is in silver, so its latency figures are steady-state CDC.
     progress("    merging the full load into silver")
     timings["full_load_to_silver"] = wait_for_drain(env, current_wal_lsn(dsn), progress=progress)
-    first_cdc_run = {r.run_id for r in job_runs(env)}
+    full_load_runs = {r.run_id for r in job_runs(env)}
 
     progress(f"4/6 live workload: {duration:.0f}s at ~{rate:.0f} transactions/s")
     t = time.monotonic()
@@ -117,7 +117,7 @@ def run_demo(
 
     runs = job_runs(env)
     metrics = run_metrics(stack.state_dir)
-    latency = latency_summary([m for m in metrics if m.get("run_id") not in first_cdc_run])
+    latency = latency_summary([m for m in metrics if m.get("run_id") not in full_load_runs])
     summary = {
         "equal": result.equal,
         "source_rows": result.source_rows,
