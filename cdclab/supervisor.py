@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -204,9 +203,6 @@ class Stack:
         """Every configuration key of the stack (as written to cdclab.env)."""
         return dict(self.ctx.env)
 
-    def wait_healthy(self, name: str, timeout: float = 60) -> None:
-        service = self.services[name]
-        wait_until(lambda: service.healthy(self.ctx), timeout, name)
 
 
 def read_env_file(path: Path) -> dict[str, str]:
@@ -218,6 +214,3 @@ def read_env_file(path: Path) -> dict[str, str]:
                 env[key] = value
     return env
 
-
-def elapsed(start: float) -> str:
-    return f"{time.monotonic() - start:.1f}s"

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -237,6 +237,3 @@ def start_service(service: Service, ctx: StackContext) -> RunningService:
         raise
     return RunningService(service, ctx, proc)
 
-
-def env_of(mapping: Mapping[str, str], *keys: str) -> dict[str, str]:
-    return {k: mapping[k] for k in keys if k in mapping}
