@@ -204,7 +204,6 @@ class Stack:
         return dict(self.ctx.env)
 
 
-
 def read_env_file(path: Path) -> dict[str, str]:
     env: dict[str, str] = {}
     if path.exists():

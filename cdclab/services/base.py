@@ -236,4 +236,3 @@ def start_service(service: Service, ctx: StackContext) -> RunningService:
         stop_pid(proc.pid)
         raise
     return RunningService(service, ctx, proc)
-
