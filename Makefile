@@ -4,7 +4,8 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 CDCLAB := $(VENV)/bin/cdclab
 
-.PHONY: setup demo test test-unit test-integration lint bench down clean lock
+.PHONY: setup demo test test-unit test-integration lint bench down clean lock \
+        docker-setup docker-build docker-demo docker-test docker-down
 
 setup:  ## install what is missing (idempotent; downloads cached in ~/.cache/cdclab)
 	@bash scripts/bootstrap.sh
@@ -35,5 +36,33 @@ down:
 clean: down
 	rm -rf .cdclab
 
-lock:  ## re-pin requirements.lock from requirements.in
+lock:  ## re-pin requirements.lock (all) and requirements-runtime.lock (the image) from the .in files
 	@$(VENV)/bin/uv pip compile --python-version 3.11 requirements.in -o requirements.lock --no-header
+	@$(VENV)/bin/uv pip compile --python-version 3.11 requirements-runtime.in --constraint requirements.lock \
+	  -o requirements-runtime.lock --no-header
+
+# --- containers: the same pipeline with docker compose -----------------------------------
+# With a normal Docker install, `docker compose up -d --wait` and `docker compose run --rm
+# cli demo` are all you need. These targets also work where there is no registry or no
+# engine yet (a bare Debian machine as root, CI): docker-setup installs and starts one.
+COMPOSE := bash scripts/compose.sh
+
+docker-setup:  ## a Docker engine + compose, and base images (stand-ins without a registry)
+	@bash scripts/docker-setup.sh
+
+docker-build: docker-setup  ## the cdclab/runtime image (layer cache kept between runs)
+	@bash scripts/docker-build.sh
+
+docker-demo: docker-build  ## compose up, then the demo workload, drain and reconcile
+	@$(COMPOSE) up -d --wait
+	@$(COMPOSE) run --rm cli demo $(DEMO_ARGS)
+
+docker-test: setup docker-build  ## the integration suite on containers (testcontainers)
+	@TESTCONTAINERS_RYUK_DISABLED=true CDCLAB_BACKEND=containers \
+	  bash -c 'set -a; [ -s "$${CDCLAB_CACHE:-$$HOME/.cache/cdclab}/docker-bases.env" ] && \
+	    . "$${CDCLAB_CACHE:-$$HOME/.cache/cdclab}/docker-bases.env"; set +a; \
+	    docker buildx version >/dev/null 2>&1 || export DOCKER_BUILDKIT=0; \
+	    $(VENV)/bin/pytest -m integration $(PYTEST_ARGS)'
+
+docker-down:  ## stop the compose stack and delete its volumes
+	@$(COMPOSE) --profile cli --profile spark --profile aws down -v --remove-orphans

@@ -41,17 +41,19 @@ def main() -> None:
 
 def run(args: argparse.Namespace, state: Path) -> tuple[int, dict]:
     from cdclab.demo import run_demo, run_metrics
+    from cdclab.runtime import EmbeddedRuntime
 
     log = io.StringIO()
     try:
         with contextlib.redirect_stdout(log):
-            code = run_demo(rows=args.rows, duration=args.duration, rate=args.rate, fresh=False,
-                            keep_running=False, progress=lambda m: print(m))
+            code = run_demo(EmbeddedRuntime(), rows=args.rows, duration=args.duration,
+                            rate=args.rate, fresh=False, keep_running=False,
+                            progress=lambda m: print(m))
     except BaseException:
         sys.stderr.write(log.getvalue())
         raise
     summary = json.loads((state / "demo-summary.json").read_text())
-    metrics = run_metrics(state)
+    metrics = run_metrics(settings.glue_run_logs(state))
     warm = [m for m in metrics[1:] if m.get("files")]  # the first run pays the cold start
     phase_names = sorted({k for m in warm for k in m.get("phase_seconds", {})})
     return code, {

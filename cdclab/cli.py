@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-from cdclab import settings
+from cdclab import credentials, settings
+from cdclab.redact import mask_password
 from cdclab.services.base import ServiceError
 
 
@@ -16,33 +20,25 @@ def say(msg: str) -> None:
     print(f"cdclab: {msg}", flush=True)
 
 
-def _stack():
-    from cdclab.supervisor import Stack
+def _runtime():
+    from cdclab import runtime
 
-    return Stack(progress=say)
-
-
-def mask_password(dsn: str) -> str:
-    """postgresql://user:secret@host/db -> postgresql://user:***@host/db"""
-    scheme, sep, rest = dsn.partition("://")
-    creds, at, host = rest.rpartition("@")
-    if not sep or not at or ":" not in creds:
-        return dsn
-    return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
+    return runtime.current(progress=say)
 
 
-def _require_running(stack, *names: str) -> dict[str, str]:
-    missing = [n for n in names if stack.pid_of(n) is None]
-    if missing:
-        raise ServiceError(f"not running: {', '.join(missing)}. Start the stack with `cdclab up`.")
-    return stack.env()
+def _embedded_only(what: str):
+    rt = _runtime()
+    if rt.name != "embedded":
+        raise ServiceError(f"`cdclab {what}` drives the embedded stack; the compose stack is "
+                           "started and stopped with `docker compose up -d --wait` / `down`")
+    return rt.stack
 
 
 # --- commands ---------------------------------------------------------------------------
 def cmd_up(args: argparse.Namespace) -> int:
     from cdclab.setup import setup_lake
 
-    stack = _stack()
+    stack = _embedded_only("up")
     start = time.monotonic()
     names = args.only or None
     stack.up(names)
@@ -54,34 +50,40 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    stack = _stack()
+    stack = _embedded_only("down")
     stack.down(args.only or None)
     say("stack stopped")
     return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    stack = _stack()
-    statuses = stack.status()
-    env = stack.env()
+    rt = _runtime()
+    statuses = rt.status()
+    try:
+        env = rt.env()
+    except ServiceError:
+        env = {}
     if args.json:
+        dsn = env.get(settings.ENV_PG_DSN)
         print(json.dumps({
-            "state_dir": str(stack.state_dir),
+            "runtime": rt.name,
+            "state_dir": rt.where,
             "services": [s.__dict__ for s in statuses],
-            "postgres_dsn": env.get(settings.ENV_PG_DSN),
+            "postgres_dsn": dsn if args.show_secrets or not dsn else mask_password(dsn),
             "s3_endpoint": env.get(settings.ENV_S3_ENDPOINT),
             "glue_endpoint": env.get(settings.ENV_GLUE_ENDPOINT),
             "catalog_uri": env.get(settings.ENV_CATALOG_URI),
-            "env_file": str(stack.state_dir / "cdclab.env"),
+            "env_file": str(Path(rt.where) / "cdclab.env") if rt.name == "embedded" else None,
         }, indent=2))
     else:
+        print(f"runtime: {rt.name} ({rt.where})")
         print(f"{'service':<14}{'state':<10}{'health':<10}{'pid':<9}address")
         for s in statuses:
             state = "running" if s.running else "stopped"
             health = ("healthy" if s.healthy else "unhealthy") if s.running else "-"
             print(f"{s.name:<14}{state:<10}{health:<10}{s.pid or '-'!s:<9}{s.address}")
         if env.get(settings.ENV_PG_DSN):
-            # the password stays out of terminals and screen shares: `cdclab env` shows it
+            # the password stays out of terminals and screen shares
             print(f"\npostgres: {mask_password(env[settings.ENV_PG_DSN])}")
             print(f"s3:       {env.get(settings.ENV_S3_ENDPOINT)}")
     all_up = all(s.running and s.healthy for s in statuses)
@@ -89,14 +91,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
-    stack = _stack()
-    logs = stack.state_dir / "logs"
-    names = [args.service] if args.service else sorted(p.stem for p in logs.glob("*.log"))
-    if not names:
-        say(f"no logs yet in {logs}")
-        return 1
-    files = [str(logs / f"{n}.log") for n in names]
-    cmd = ["tail", "-n", str(args.lines), *(["-F"] if args.follow else []), *files]
+    cmd = _runtime().log_command(args.service, args.follow, args.lines)
     try:
         return subprocess.call(cmd)
     except KeyboardInterrupt:
@@ -108,7 +103,7 @@ def cmd_seed(args: argparse.Namespace) -> int:
 
     from cdclab.sample_data import seed
 
-    env = _require_running(_stack(), "postgres")
+    env = _runtime().require("postgres")
     with psycopg.connect(env[settings.ENV_PG_DSN]) as conn:
         count = seed(conn, args.rows, seed=args.seed)
     say(f"seeded {count} hosts into {settings.load_pipeline().source.table}")
@@ -118,7 +113,7 @@ def cmd_seed(args: argparse.Namespace) -> int:
 def cmd_workload(args: argparse.Namespace) -> int:
     from cdclab.workload import run_workload
 
-    env = _require_running(_stack(), "postgres")
+    env = _runtime().require("postgres")
     report = run_workload(
         env[settings.ENV_PG_DSN], duration=args.duration, rate=args.rate, seed=args.seed,
         progress=say,
@@ -130,7 +125,7 @@ def cmd_workload(args: argparse.Namespace) -> int:
 def cmd_reconcile(args: argparse.Namespace) -> int:
     from cdclab.reconcile import reconcile
 
-    env = _require_running(_stack(), "postgres", "minio", "iceberg-rest")
+    env = _runtime().require("postgres", "minio", "iceberg-rest")
     result = reconcile(env)
     if args.json:
         print(json.dumps(result.to_json(), default=str))
@@ -150,13 +145,17 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from cdclab.demo import run_demo
 
-    return run_demo(rows=args.rows, duration=args.duration, rate=args.rate, fresh=args.fresh,
-                    keep_running=not args.stop, progress=say)
+    return run_demo(_runtime(), rows=args.rows, duration=args.duration, rate=args.rate,
+                    fresh=args.fresh, keep_running=not args.stop, progress=say)
 
 
 def cmd_env(args: argparse.Namespace) -> int:
-    for key, value in sorted(_stack().env().items()):
-        print(f"export {key}='{value}'")
+    env = _runtime().env()
+    if not args.show_secrets:
+        env = credentials.mask(env)
+        print("# secrets masked: `cdclab env --show-secrets` prints them (for eval)")
+    for key, value in sorted(env.items()):
+        print(f"export {key}={shlex.quote(value)}")
     return 0
 
 
@@ -178,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_down)
     p = sub.add_parser("status", help="each service with its address and health")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--show-secrets", action="store_true", help="the DSN with its password")
     p.set_defaults(func=cmd_status)
     p = sub.add_parser("logs", help="show a service's log (all when none is named)")
     p.add_argument("service", nargs="?")
@@ -207,6 +207,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("service")
     p.set_defaults(func=cmd_serve)
     p = sub.add_parser("env", help="print the stack's configuration as shell exports")
+    p.add_argument("--show-secrets", action="store_true",
+                   help="include passwords and keys (for `eval \"$(cdclab env --show-secrets)\"`)")
     p.set_defaults(func=cmd_env)
     try:
         from cdclab.deploy_cli import add_deploy_commands
@@ -214,12 +216,6 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_deploy_commands(sub)
-    try:
-        from cdclab.compose_env import add_compose_env_command
-    except ImportError:
-        pass
-    else:
-        add_compose_env_command(sub)
     try:
         from cdclab.notebook import add_notebook_command
     except ImportError:
@@ -231,6 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # containers: the generated credentials, into this process's environment only
+    credentials.apply_file(os.environ)
     try:
         return args.func(args)
     except ServiceError as exc:

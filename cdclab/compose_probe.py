@@ -1,11 +1,18 @@
-"""Container-side helpers for docker-compose.yml: health checks and the one-shot init.
+"""Container-side helpers for docker-compose.yml: credentials, health checks, set-up.
 
-`python -m cdclab.compose_probe health <service>` runs the very `Service.healthy()` the
-embedded supervisor waits on, with the context `cdclab serve` builds, so a compose health
-check means what `cdclab status` means. `port <n> [--host h]` checks a TCP port (Spark
-master, Jupyter).
-`init` seeds the source once (only into an empty table) and sets up the lake through the
-Glue API, like `cdclab up` does after the services are healthy.
+Every subcommand first loads the generated credentials (CDCLAB_CREDENTIALS_FILE) into
+its own environment, as `cdclab` itself does, so no secret is ever in a container's
+environment.
+
+- `credentials`: the one-shot that generates the stack's credentials once (0600).
+- `health <service>`: the very `Service.healthy()` the embedded supervisor waits on, with
+  the context `cdclab serve` builds, so a compose health check means what `cdclab status`
+  means. `port <n> [--host h]` checks a TCP port (Spark master, Jupyter).
+- `init`: seeds the source once (only into an empty table) and sets up the lake through
+  the Glue API, like `cdclab up` does after the services are healthy.
+- `jupyter`: starts as root only to take the uid owning the mounted notebooks (so saving
+  works for the host user), drops to it, and runs `cdclab notebook`.
+- `jupyter-url`: the notebook URL with its token (for `docker compose exec`).
 """
 
 from __future__ import annotations
@@ -13,9 +20,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
-from cdclab import settings
+from cdclab import credentials, settings
 from cdclab.services.base import StackContext, port_answers
+
+CONTAINER_USER = 1000  # the image's cdclab user
+NOTEBOOKS = settings.REPO_ROOT / "notebooks"
 
 
 def container_context(port_names: tuple[str, ...]) -> StackContext:
@@ -59,19 +70,70 @@ def init(rows: int) -> None:
     setup_lake(os.environ, progress=lambda msg: print(f"init: {msg}", flush=True))
 
 
+def make_credentials() -> None:
+    path = Path(os.environ[settings.ENV_CREDENTIALS_FILE])
+    created = credentials.ensure_file(path)
+    print(f"credentials: {'generated' if created else 'kept'} {path} (mode 0600)", flush=True)
+
+
+def notebook_owner(path: Path) -> tuple[int, int]:
+    """The uid/gid Jupyter runs as: the notebooks' owner, never root."""
+    st = path.stat()
+    if st.st_uid == 0:
+        return CONTAINER_USER, CONTAINER_USER
+    return st.st_uid, st.st_gid
+
+
+def jupyter() -> int:
+    uid, gid = notebook_owner(NOTEBOOKS)
+    if os.geteuid() == 0:
+        home = settings.state_dir() / "home"
+        home.mkdir(parents=True, exist_ok=True)
+        for root, dirs, files in os.walk(settings.state_dir()):
+            for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
+                os.lchown(name, uid, gid)
+        os.environ["HOME"] = str(home)
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+        print(f"jupyter: running as uid {uid} (owner of {NOTEBOOKS})", flush=True)
+    from cdclab.cli import main as cdclab_main
+
+    return cdclab_main(["notebook", "--ip", "0.0.0.0", "--no-browser"])
+
+
+def jupyter_url() -> int:
+    from cdclab.notebook import DEFAULT_PORT, browse_url
+
+    port = os.environ.get("CDCLAB_PORT_JUPYTER", str(DEFAULT_PORT))
+    print(browse_url("0.0.0.0", int(port), os.environ[credentials.JUPYTER_TOKEN]))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m cdclab.compose_probe")
     sub = parser.add_subparsers(dest="what", required=True)
+    sub.add_parser("credentials")
     sub.add_parser("health").add_argument("service")
     port = sub.add_parser("port")
     port.add_argument("port", type=int)
     port.add_argument("--host", default="127.0.0.1")
     sub.add_parser("init").add_argument("--rows", type=int, default=5000)
+    sub.add_parser("jupyter")
+    sub.add_parser("jupyter-url")
     args = parser.parse_args(argv)
+    if args.what == "credentials":
+        make_credentials()
+        return 0
+    credentials.apply_file(os.environ)
     if args.what == "health":
         return 0 if health(args.service) else 1
     if args.what == "port":
         return 0 if port_answers(args.port, args.host) else 1
+    if args.what == "jupyter":
+        return jupyter()
+    if args.what == "jupyter-url":
+        return jupyter_url()
     init(args.rows)
     return 0
 

@@ -15,7 +15,9 @@ from pathlib import Path
 
 from cdclab import settings
 from cdclab.drain import current_wal_lsn, job_runs, wait_for_drain
-from cdclab.supervisor import INFRA, PIPELINE, Stack
+from cdclab.runtime import EmbeddedRuntime, Runtime
+from cdclab.services.base import ServiceError
+from cdclab.supervisor import INFRA, PIPELINE
 
 METRICS_PREFIX = "CDCLAB_METRICS "
 
@@ -28,10 +30,12 @@ def _source_rows(dsn: str) -> int:
         return conn.execute(f'SELECT count(*) FROM "{src.schema}"."{src.table}"').fetchone()[0]
 
 
-def run_metrics(state_dir: Path) -> list[dict]:
-    """The CDCLAB_METRICS line of every Glue run log."""
+def run_metrics(run_logs: Path | None) -> list[dict]:
+    """The CDCLAB_METRICS line of every Glue run log (none when the logs are out of reach)."""
     found = []
-    for log in sorted(settings.glue_run_logs(state_dir).glob("*.log")):
+    if run_logs is None or not run_logs.is_dir():
+        return found
+    for log in sorted(run_logs.glob("*.log")):
         for line in log.read_text(errors="replace").splitlines():
             if line.startswith(METRICS_PREFIX):
                 found.append(json.loads(line[len(METRICS_PREFIX):]))
@@ -56,27 +60,37 @@ def latency_summary(metrics: list[dict]) -> dict:
 
 
 def run_demo(
-    *, rows: int, duration: float, rate: float, fresh: bool, keep_running: bool,
-    progress: Callable[[str], None],
+    runtime: Runtime, *, rows: int, duration: float, rate: float, fresh: bool,
+    keep_running: bool, progress: Callable[[str], None],
 ) -> int:
+    """On the embedded runtime the demo starts what it needs; on compose, `docker compose
+    up` already did (the full load included), so it checks and goes on from there."""
     from cdclab.reconcile import reconcile
     from cdclab.sample_data import seed
     from cdclab.setup import setup_lake
     from cdclab.workload import run_workload
 
     t0 = time.monotonic()
-    state = settings.state_dir()
-    if fresh and state.exists():
-        progress(f"--fresh: stopping the stack and wiping {state}")
-        Stack(state, progress=progress).down()
-        shutil.rmtree(state)
-    stack = Stack(state, progress=progress)
+    stack = getattr(runtime, "stack", None)  # the embedded runtime's supervisor
+    if stack is not None and fresh and stack.state_dir.exists():
+        progress(f"--fresh: stopping the stack and wiping {stack.state_dir}")
+        stack.down()
+        shutil.rmtree(stack.state_dir)
+        runtime = EmbeddedRuntime(progress)
+        stack = runtime.stack
+    elif fresh:
+        raise ServiceError("--fresh wipes the embedded state; for compose: "
+                           "docker compose down -v && docker compose up -d --wait")
     timings: dict[str, float] = {}
 
-    progress("1/6 starting PostgreSQL, MinIO, Iceberg REST catalog, Glue API (warm Spark)")
-    stack.up(INFRA)
-    env = stack.env()
-    setup_lake(env, progress=progress)
+    if stack is not None:
+        progress("1/6 starting PostgreSQL, MinIO, Iceberg REST catalog, Glue API (warm Spark)")
+        stack.up(INFRA)
+        env = stack.env()
+        setup_lake(env, progress=progress)
+    else:
+        progress(f"1/6 checking the stack ({runtime.where})")
+        env = runtime.require(*INFRA)
     timings["stack_up"] = time.monotonic() - t0
 
     import psycopg
@@ -90,9 +104,12 @@ def run_demo(
     else:
         progress(f"2/6 source already has {existing} hosts; not seeding")
 
-    progress("3/6 starting the DMS emitter (full load from the slot snapshot) and the watcher")
     t = time.monotonic()
-    stack.up(PIPELINE)
+    if stack is not None:
+        progress("3/6 starting the DMS emitter (full load from the slot snapshot) and the watcher")
+        stack.up(PIPELINE)
+    else:
+        progress("3/6 the DMS emitter and the watcher run in their containers")
     timings["pipeline_up"] = time.monotonic() - t
     # DMS's "full load, then ongoing replication": the live workload starts once the
     # full load is in silver, so its latency figures are steady-state CDC.
@@ -116,7 +133,7 @@ def run_demo(
     timings["total"] = time.monotonic() - t0
 
     runs = job_runs(env)
-    metrics = run_metrics(stack.state_dir)
+    metrics = run_metrics(runtime.glue_run_logs())
     latency = latency_summary([m for m in metrics if m.get("run_id") not in full_load_runs])
     summary = {
         "equal": result.equal,
@@ -129,8 +146,13 @@ def run_demo(
         "timings_seconds": {k: round(v, 1) for k, v in timings.items()},
     }
     _print_summary(summary)
-    (stack.state_dir / "demo-summary.json").write_text(json.dumps(summary, indent=2, default=str))
-    if not keep_running:
+    summary_dir = stack.state_dir if stack is not None else settings.state_dir()
+    summary_dir.mkdir(parents=True, exist_ok=True)
+    (summary_dir / "demo-summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    if stack is None:
+        progress("the compose stack keeps running: `docker compose ps`, "
+                 "`docker compose down` to stop it")
+    elif not keep_running:
         stack.down()
     else:
         progress("the stack is still running: `cdclab status`, `cdclab down` to stop it")

@@ -12,11 +12,9 @@ from collections.abc import Mapping
 
 from cdclab.settings import (
     DEFAULT_REGION,
-    ENV_ACCESS_KEY,
     ENV_CATALOG_URI,
     ENV_REGION,
     ENV_S3_ENDPOINT,
-    ENV_SECRET_KEY,
     PipelineSettings,
     load_pipeline,
 )
@@ -59,8 +57,9 @@ def local_spark_conf(env: Mapping[str, str], p: PipelineSettings | None = None) 
             f"{cat}.uri": env[ENV_CATALOG_URI],
             f"{cat}.s3.endpoint": s3,
             f"{cat}.s3.path-style-access": "true",
-            f"{cat}.s3.access-key-id": env[ENV_ACCESS_KEY],
-            f"{cat}.s3.secret-access-key": env[ENV_SECRET_KEY],
+            # no keys in the conf: PySpark passes it on the JVM's command line (visible
+            # in `ps`); S3FileIO and S3A read AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY from
+            # the driver's environment instead (spark_session.build_session puts them there)
             f"{cat}.client.region": region,
             # Glue reads s3:// through EMRFS; locally the same URIs go through S3A.
             "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
@@ -68,10 +67,8 @@ def local_spark_conf(env: Mapping[str, str], p: PipelineSettings | None = None) 
             "spark.hadoop.fs.s3a.endpoint.region": region,
             "spark.hadoop.fs.s3a.path.style.access": "true",
             "spark.hadoop.fs.s3a.connection.ssl.enabled": str(s3.startswith("https")).lower(),
-            "spark.hadoop.fs.s3a.access.key": env[ENV_ACCESS_KEY],
-            "spark.hadoop.fs.s3a.secret.key": env[ENV_SECRET_KEY],
             "spark.hadoop.fs.s3a.aws.credentials.provider": (
-                "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
+                "com.amazonaws.auth.EnvironmentVariableCredentialsProvider"
             ),
         }
     )

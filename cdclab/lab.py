@@ -239,7 +239,7 @@ class Lab:
             from cdclab.drain import job_runs
 
             started = {r.run_id: r.started_on for r in job_runs(self.env)}
-        rows = metrics_rows(run_metrics(self.state_dir), started)
+        rows = metrics_rows(run_metrics(settings.glue_run_logs(self.state_dir)), started)
         return pd.DataFrame(rows, columns=METRIC_COLUMNS)
 
 

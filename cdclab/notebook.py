@@ -111,11 +111,16 @@ def cmd_notebook(args: argparse.Namespace) -> int:
     root = Path(args.dir).resolve()
     if not root.is_dir():
         raise ServiceError(f"notebook directory {root} does not exist")
-    token = secrets.token_urlsafe(24)
+    given = os.environ.get(TOKEN_ENV)  # containers: generated with the stack's credentials
+    token = given or secrets.token_urlsafe(24)
     cmd = jupyter_command(sys.executable, root, args.ip, args.port, not args.no_browser,
                           os.geteuid() == 0)
     say(f"JupyterLab on the stack in {state_dir}, notebooks in {root}")
-    say(f"open {browse_url(args.ip, args.port, token)}")
+    if given:  # a container's log is no place for the token
+        say(f"open {browse_url(args.ip, args.port, '<token>')}; the URL with its token: "
+            "docker compose exec jupyter python -m cdclab.compose_probe jupyter-url")
+    else:
+        say(f"open {browse_url(args.ip, args.port, token)}")
     # exec: Jupyter itself gets the signals (^C, `docker stop`), no orphaned server.
     os.execve(cmd[0], cmd, {**os.environ, **env, TOKEN_ENV: token})
     return 0  # not reached

@@ -54,13 +54,18 @@ def all_services() -> list[Service]:
     from cdclab.services.postgres import PostgresService
     from cdclab.services.watcher import WatcherService
 
+    from cdclab.services.glue_api import ENV_GLUE_WARM
+    from cdclab.services.watcher import ENV_FULL_SCAN
+
+    # options from the environment: a container runs the service a test asked for
+    full_scan = os.environ.get(ENV_FULL_SCAN)
     return [
         PostgresService(),
         MinioService(),
         IcebergRestService(),
-        GlueApiService(),
+        GlueApiService(warm=os.environ.get(ENV_GLUE_WARM, "1") != "0"),
         EmitterService(),
-        WatcherService(),
+        WatcherService(full_scan_seconds=float(full_scan) if full_scan else None),
     ]
 
 

@@ -90,8 +90,18 @@ class Service(ABC):
     name: str = ""
     port_names: tuple[str, ...] = ()  # ports this service needs allocated in ctx.ports
 
-    def prepare(self, ctx: StackContext) -> None:  # noqa: B027 - optional hook
+    def prepare(self, ctx: StackContext) -> None:
         """One-time, idempotent set-up before the first start (dirs, initdb...)."""
+        self.publish(ctx)
+
+    def publish(self, ctx: StackContext) -> None:  # noqa: B027 - optional hook
+        """Put the keys other programs reach this service by into ctx.env (no I/O): run
+        by prepare(), and by whoever starts the service elsewhere (a container)."""
+
+    def container_env(self) -> dict[str, str]:
+        """The environment that makes `cdclab serve <name>` build this very service
+        (its constructor's options), for running it in a container."""
+        return {}
 
     @abstractmethod
     def process(self, ctx: StackContext) -> ProcessSpec:
@@ -218,6 +228,14 @@ class RunningService:
 
     def stop(self) -> None:
         stop_pid(self.proc.pid)
+
+    def kill(self) -> None:
+        """A crash: SIGKILL the process group, no clean shutdown."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        self.proc.wait(10)
 
 
 def start_service(service: Service, ctx: StackContext) -> RunningService:

@@ -10,6 +10,7 @@ from cdclab.job_config import glue_default_arguments
 from cdclab.services.base import LOOPBACK, ProcessSpec, Service, StackContext, python_module
 from glue_local.server import ENV_GLUE_PORT
 
+ENV_GLUE_WARM = "CDCLAB_GLUE_WARM"  # 0: no warm Spark session at start (Spark-free tests)
 LOCAL_ROLE = "arn:aws:iam::000000000000:role/cdclab-glue-local"
 
 
@@ -39,9 +40,12 @@ class GlueApiService(Service):
     def endpoint(self, ctx: StackContext) -> str:
         return f"http://{LOOPBACK}:{ctx.ports['glue']}"
 
-    def prepare(self, ctx: StackContext) -> None:
+    def publish(self, ctx: StackContext) -> None:
         ctx.env[settings.ENV_GLUE_ENDPOINT] = self.endpoint(ctx)
         ctx.env.setdefault(settings.ENV_REGION, settings.DEFAULT_REGION)
+
+    def container_env(self) -> dict[str, str]:
+        return {ENV_GLUE_WARM: "1" if self.warm else "0"}
 
     def process(self, ctx: StackContext) -> ProcessSpec:
         port = str(ctx.ports["glue"])

@@ -48,11 +48,17 @@ def catalog_environment(
     }
 
 
-def compiled_launcher() -> Path:
-    """Compile the launcher once per source version into the cache; returns the class dir."""
+def launcher_dir() -> Path:
+    """Where the compiled launcher lives: one directory per source and server version."""
     source = LAUNCHER_SOURCE.read_bytes()
     digest = hashlib.sha256(source + settings.iceberg_rest_jar().name.encode()).hexdigest()[:16]
-    out = settings.cache_dir() / "classes" / f"iceberg-rest-launcher-{digest}"
+    return settings.cache_dir() / "classes" / f"iceberg-rest-launcher-{digest}"
+
+
+def compiled_launcher() -> Path:
+    """Compile the launcher once per source version into the cache; returns the class dir.
+    (The container image compiles it at build time, so it needs only a JRE.)"""
+    out = launcher_dir()
     if (out / "org/apache/iceberg/rest/LoopbackRESTCatalogServer.class").exists():
         return out
     if not shutil.which("javac"):
@@ -81,6 +87,9 @@ class IcebergRestService(Service):
             )
         if not shutil.which("java"):
             raise ServiceError("java not found: install a JDK 17 and put it on PATH.")
+        self.publish(ctx)
+
+    def publish(self, ctx: StackContext) -> None:
         ctx.env[settings.ENV_CATALOG_URI] = f"http://{LOOPBACK}:{ctx.ports['iceberg_rest']}"
 
     def process(self, ctx: StackContext) -> ProcessSpec:

@@ -40,6 +40,9 @@ class MinioService(Service):
                 f"MinIO binary not found at {settings.minio_binary()}. Run `make setup` "
                 "(scripts/bootstrap.sh builds it from its Go module)."
             )
+        self.publish(ctx)
+
+    def publish(self, ctx: StackContext) -> None:
         ctx.env[settings.ENV_S3_ENDPOINT] = f"http://{LOOPBACK}:{ctx.ports['minio']}"
         ctx.env.setdefault(settings.ENV_REGION, settings.DEFAULT_REGION)
 

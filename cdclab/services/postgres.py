@@ -114,8 +114,11 @@ class PostgresService(Service):
         if not (data / "PG_VERSION").exists():
             self._initdb(ctx, data, user, password, os_user)
         os_user = server_os_user(sock, data)
-        ctx.env[settings.ENV_PG_DSN] = self.dsn(ctx)
+        self.publish(ctx)
         self._os_user = os_user
+
+    def publish(self, ctx: StackContext) -> None:
+        ctx.env[settings.ENV_PG_DSN] = self.dsn(ctx)
 
     def _initdb(
         self, ctx: StackContext, data: Path, user: str, password: str, os_user: str | None

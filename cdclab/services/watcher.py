@@ -8,6 +8,7 @@ import time
 from cdclab import settings
 from cdclab.services.base import ProcessSpec, Service, StackContext, python_module
 
+ENV_FULL_SCAN = "CDCLAB_WATCH_FULL_SCAN_SECONDS"  # the watcher's full listing period
 WATCHER_STATE = ("watcher", "state.json")  # lambda_shim.watcher.state_path
 
 
@@ -21,6 +22,14 @@ class WatcherService(Service):
 
     def prepare(self, ctx: StackContext) -> None:
         self._started_at = time.time()
+
+    def container_env(self) -> dict[str, str]:
+        env = {}
+        if self.interval is not None:
+            env[settings.ENV_WATCH_INTERVAL] = str(self.interval)
+        if self.full_scan_seconds is not None:
+            env[ENV_FULL_SCAN] = str(self.full_scan_seconds)
+        return env
 
     def process(self, ctx: StackContext) -> ProcessSpec:
         env = {

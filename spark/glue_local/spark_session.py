@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -60,6 +61,11 @@ def build_session(
     session already exists, Spark returns it and static settings cannot change)."""
     from pyspark.sql import SparkSession
 
+    # The JVM inherits this process's environment: the S3 keys reach S3A and S3FileIO
+    # there, never through the conf (which PySpark puts on the JVM's command line).
+    for key in (settings.ENV_ACCESS_KEY, settings.ENV_SECRET_KEY):
+        if env.get(key):
+            os.environ[key] = env[key]
     builder = SparkSession.builder
     for key, value in session_conf(env, app_name, master, extra_conf).items():
         builder = builder.config(key, value)

@@ -14,12 +14,13 @@ import pytest
 
 from cdclab import settings
 from cdclab.sample_data import seed
-from cdclab.services.base import StackContext, start_service
+from cdclab.services.base import StackContext
 from cdclab.services.emitter import EmitterService
 from cdclab.workload import run_workload
 from dms_emitter.dms_csv import parse_dms_csv
 from dms_emitter.emitter import Emitter, EmitterConfig
 from dms_emitter.sink import S3Sink, bronze_sink
+from tests.resources.launch import launch
 
 pytestmark = pytest.mark.integration
 PIPE = settings.load_pipeline()
@@ -94,7 +95,7 @@ def test_full_load_then_cdc_as_a_service(postgres, s3_env, tmp_path: Path) -> No
     state = tmp_path / "state"
     ctx = StackContext(state_dir=state, env={**s3_env["env"], settings.ENV_PG_DSN: dsn,
                                              settings.ENV_BATCH_INTERVAL: "0.5"})
-    running = start_service(EmitterService(), ctx)  # healthy = full load done, streaming
+    running = launch(EmitterService(), ctx)  # healthy = full load done, streaming
     try:
         files = read_files(sink)
         assert list(files) == ["LOAD00000001.csv"]

@@ -84,19 +84,17 @@ def test_source_database_crash_the_emitter_reconnects(running_pipeline) -> None:
     stack = running_pipeline
     dsn = stack.env[settings.ENV_PG_DSN]
     run_workload(dsn, transactions=60, rate=60, seed=SEED + 2)
-    emitter_pid = stack.pid_of("emitter")
+    emitter_run = stack.identity_of("emitter")
     stack.kill("postgres")
     stack.start("postgres")
     run_workload(dsn, transactions=60, rate=60, seed=SEED + 3)
     _drain_and_reconcile(stack.env)
-    assert stack.pid_of("emitter") == emitter_pid  # the same process, reconnected
+    assert stack.identity_of("emitter") == emitter_run  # the same process, reconnected
 
 
 def test_cli_reports_status_and_reconcile_as_json(running_pipeline) -> None:
     """The scripting contract: `status --json` and `reconcile --json` (exit 0 when equal)."""
-    env = {**os.environ, settings.ENV_STATE_DIR: str(running_pipeline.state_dir)}
-    if running_pipeline.state_dir is None:
-        pytest.skip("the CLI drives the embedded stack")
+    env = running_pipeline.cli_env  # either runtime: the CLI is told which, never guesses
     status = subprocess.run([sys.executable, "-m", "cdclab.cli", "status", "--json"],
                             env=env, capture_output=True, text=True, timeout=60)
     doc = json.loads(status.stdout)

@@ -3,8 +3,6 @@ AWS_ENDPOINT_URL_GLUE. Jobs here are Spark-free so no JVM starts."""
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 from pathlib import Path
 
@@ -12,8 +10,9 @@ import boto3
 import pytest
 
 from cdclab import settings
-from cdclab.services.base import StackContext, start_service
+from cdclab.services.base import StackContext
 from cdclab.services.glue_api import GlueApiService, job_definition, job_run_metrics, register_job
+from tests.resources.launch import launch
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +45,7 @@ def test_register_run_and_restart_recovery(tmp_path: Path):
     script.write_text(JOB)
     ctx = StackContext(state_dir=tmp_path / "state")
     service = GlueApiService(warm=False)
-    running = start_service(service, ctx)
+    running = launch(service, ctx, mounts=(tmp_path,))
     try:
         client = glue_client(ctx)
         p = settings.load_pipeline()
@@ -66,12 +65,11 @@ def test_register_run_and_restart_recovery(tmp_path: Path):
 
         long = client.start_job_run(JobName="sleepy", Arguments={"--sleep": "30"})["JobRunId"]
         wait_state(client, "sleepy", long, ("RUNNING",))
-        os.killpg(running.proc.pid, signal.SIGKILL)  # crash mid-run
-        running.proc.wait(10)
+        running.kill()  # crash mid-run
     finally:
         running.stop()
 
-    running = start_service(GlueApiService(warm=False), ctx)
+    running = launch(GlueApiService(warm=False), ctx, mounts=(tmp_path,))
     try:
         client = glue_client(ctx)
         run = client.get_job_run(JobName="sleepy", RunId=long)["JobRun"]

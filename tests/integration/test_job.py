@@ -15,8 +15,9 @@ import pytest
 from cdclab import settings
 from cdclab.catalog_tables import bronze_table_input, database_input
 from cdclab.merge_model import Change, Row, apply_batch, apply_in_order, make_change_seq
-from cdclab.services.base import StackContext, start_service
+from cdclab.services.base import StackContext
 from cdclab.services.glue_api import GlueApiService, job_run_metrics, register_job
+from tests.resources.launch import launch
 
 pytestmark = pytest.mark.integration
 
@@ -133,7 +134,7 @@ def test_job_matches_merge_model_out_of_order_and_replayed(iceberg_rest: dict, e
     p = settings.load_pipeline()
     env = dict(iceberg_rest["env"])
     ctx = StackContext(state_dir=tmp_path / "state", env=dict(env))
-    glue_service = start_service(GlueApiService(warm=False), ctx)
+    glue_service = launch(GlueApiService(warm=False), ctx, mounts=(tmp_path,))
     try:
         endpoint = ctx.env[settings.ENV_GLUE_ENDPOINT]
         glue = boto3.client("glue", endpoint_url=endpoint, region_name=settings.DEFAULT_REGION,

@@ -5,8 +5,6 @@ must get a run that started after it landed, with no further upload."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,9 +13,10 @@ import boto3
 import pytest
 
 from cdclab import settings
-from cdclab.services.base import StackContext, start_service
+from cdclab.services.base import StackContext
 from cdclab.services.glue_api import GlueApiService
 from cdclab.services.watcher import WATCHER_STATE, WatcherService
+from tests.resources.launch import launch
 
 pytestmark = pytest.mark.integration
 
@@ -80,12 +79,12 @@ def test_files_landing_during_a_run_are_not_stranded(empty_bronze, tmp_path: Pat
     bucket, prefix, job = p.lake.bronze_bucket, p.bronze_prefix, p.glue_job.name
     s3 = minio["s3"]
     ctx = StackContext(state_dir=tmp_path / "state", env=dict(minio["env"]))
-    glue_running = start_service(GlueApiService(warm=False), ctx)
+    glue_running = launch(GlueApiService(warm=False), ctx, mounts=(tmp_path,))
     watcher = WatcherService(interval=0.2, full_scan_seconds=3)
     watcher_running = None
     try:
         glue = glue_with_job(ctx, job, tmp_path / "job.py", JOB)
-        watcher_running = start_service(watcher, ctx)
+        watcher_running = launch(watcher, ctx, mounts=(tmp_path,))
 
         landed = {}
         key = f"{prefix}/LOAD00000001.csv"
@@ -117,9 +116,9 @@ def test_files_landing_during_a_run_are_not_stranded(empty_bronze, tmp_path: Pat
         key = f"{prefix}/20261122-101600000.csv"
         landed[key] = upload(s3, bucket, key)
         wait_for(lambda: read_state(ctx)["pending"], 10, "pending file")
-        os.killpg(watcher_running.proc.pid, signal.SIGKILL)
-        watcher_running.proc.wait(10)
-        watcher_running = start_service(WatcherService(interval=0.2, full_scan_seconds=3), ctx)
+        watcher_running.kill()
+        watcher_running = launch(WatcherService(interval=0.2, full_scan_seconds=3), ctx,
+                                 mounts=(tmp_path,))
         wait_for(lambda: covered(glue, job, landed), 45, "the replayed file to get a run")
     finally:
         if watcher_running is not None:
@@ -143,11 +142,12 @@ def test_a_failed_run_gets_its_files_a_later_run_without_a_new_upload(empty_bron
     bucket, job = p.lake.bronze_bucket, p.glue_job.name
     s3 = minio["s3"]
     ctx = StackContext(state_dir=tmp_path / "state", env=dict(minio["env"]))
-    glue_running = start_service(GlueApiService(warm=False), ctx)
+    glue_running = launch(GlueApiService(warm=False), ctx, mounts=(tmp_path,))
     watcher_running = None
     try:
         glue = glue_with_job(ctx, job, tmp_path / "fails_once.py", FAILS_ONCE)
-        watcher_running = start_service(WatcherService(interval=0.2, full_scan_seconds=3), ctx)
+        watcher_running = launch(WatcherService(interval=0.2, full_scan_seconds=3), ctx,
+                                 mounts=(tmp_path,))
         key = f"{p.bronze_prefix}/20261122-120000000.csv"
         upload(s3, bucket, key)
         wait_for(lambda: any(r["JobRunState"] == "FAILED" for r in runs(glue, job)), 60,

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 import pytest
 
 from cdclab import settings
-from cdclab.services.base import StackContext, start_service
+from cdclab.services.base import StackContext
 from cdclab.services.iceberg_rest import IcebergRestService
+from tests.resources.launch import launch
 from tests.resources.stack_dirs import temp_state_dir
 
 
@@ -16,12 +17,12 @@ from tests.resources.stack_dirs import temp_state_dir
 def iceberg_rest(minio: dict) -> Iterator[dict]:
     with temp_state_dir("iceberg-rest") as state:
         ctx = StackContext(state_dir=state, env=dict(minio["env"]))
-        current = [start_service(IcebergRestService(), ctx)]
+        current = [launch(IcebergRestService(), ctx)]
 
         def restart() -> None:
             """Stop and start the server on the same state dir and port."""
             current[0].stop()
-            current[0] = start_service(IcebergRestService(), ctx)
+            current[0] = launch(IcebergRestService(), ctx)
 
         try:
             # env holds every key cdclab.job_config.local_spark_conf needs

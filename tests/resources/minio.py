@@ -7,8 +7,9 @@ from collections.abc import Iterator
 import pytest
 
 from cdclab import credentials, settings
-from cdclab.services.base import StackContext, start_service
+from cdclab.services.base import StackContext
 from cdclab.services.minio import MinioService, s3_client
+from tests.resources.launch import launch
 from tests.resources.stack_dirs import temp_state_dir
 
 
@@ -16,7 +17,7 @@ from tests.resources.stack_dirs import temp_state_dir
 def minio() -> Iterator[dict]:
     with temp_state_dir("minio") as state:
         ctx = StackContext(state_dir=state, env=credentials.generate())
-        running = start_service(MinioService(), ctx)
+        running = launch(MinioService(), ctx)
         try:
             yield {
                 "endpoint": ctx.env[settings.ENV_S3_ENDPOINT],

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from cdclab import settings
-from cdclab.services.base import StackContext, start_service
+from cdclab.services.base import StackContext
 from cdclab.services.postgres import PostgresService
+from tests.resources.launch import launch
 from tests.resources.stack_dirs import temp_state_dir
 
 
@@ -26,7 +27,7 @@ class PostgresResource:
 
 def start_postgres(state_dir: Path) -> tuple[PostgresResource, object]:
     ctx = StackContext(state_dir=state_dir)
-    running = start_service(PostgresService(), ctx)
+    running = launch(PostgresService(), ctx)
     return PostgresResource(ctx.env[settings.ENV_PG_DSN], ctx, running.service), running
 
 

@@ -39,6 +39,19 @@ def docker_engine_problem() -> str | None:
     return None
 
 
+def image_problem() -> str | None:
+    """None when the cdclab image is built, else what to do."""
+    import docker
+
+    from tests.resources.launch import IMAGE
+
+    try:
+        docker.from_env(timeout=10).images.get(IMAGE)
+    except Exception:
+        return f"the image {IMAGE} is not built: run `make docker-build`"
+    return None
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     chosen = backend()
     if chosen not in (EMBEDDED, CONTAINERS):
@@ -51,6 +64,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
                 "Start Docker, or run with CDCLAB_BACKEND=embedded. Nothing was run.",
                 returncode=3,
             )
+        missing = image_problem()
+        if missing:
+            pytest.exit(f"{settings.ENV_BACKEND}=containers: {missing}. Nothing was run.",
+                        returncode=3)
 
 
 @dataclass
@@ -79,6 +96,15 @@ class StackHandle:
 
     def pid_of(self, name: str) -> int | None:
         return self._stack.pid_of(name) if self._stack is not None else None
+
+    def identity_of(self, name: str) -> object:
+        """Which run of the service this is (a restart changes it): its PID here."""
+        return self.pid_of(name)
+
+    @property
+    def cli_env(self) -> dict[str, str]:
+        """How the CLI reaches this stack."""
+        return {**os.environ, settings.ENV_STATE_DIR: str(self.state_dir)}
 
     def kill(self, *names: str) -> None:
         """Crash services: SIGKILL, no clean shutdown (restart them with `start`)."""
