@@ -62,7 +62,7 @@ docker-test: setup docker-build  ## the integration suite on containers (testcon
 	  bash -c 'set -a; [ -s "$${CDCLAB_CACHE:-$$HOME/.cache/cdclab}/docker-bases.env" ] && \
 	    . "$${CDCLAB_CACHE:-$$HOME/.cache/cdclab}/docker-bases.env"; set +a; \
 	    docker buildx version >/dev/null 2>&1 || export DOCKER_BUILDKIT=0; \
-	    $(VENV)/bin/pytest -m integration $(PYTEST_ARGS)'
+	    $(VENV)/bin/pytest -m integration tests/integration $(PYTEST_ARGS)'
 
 docker-down:  ## stop the compose stack and delete its volumes
 	@$(COMPOSE) --profile cli --profile spark --profile aws down -v --remove-orphans

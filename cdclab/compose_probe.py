@@ -13,6 +13,7 @@ environment.
 - `jupyter`: starts as root only to take the uid owning the mounted notebooks (so saving
   works for the host user), drops to it, and runs `cdclab notebook`.
 - `jupyter-url`: the notebook URL with its token (for `docker compose exec`).
+- `notebooks`: executes every notebook headless inside the container (CI, smoke checks).
 """
 
 from __future__ import annotations
@@ -102,6 +103,28 @@ def jupyter() -> int:
     return cdclab_main(["notebook", "--ip", "0.0.0.0", "--no-browser"])
 
 
+def run_notebooks(timeout: float = 420) -> int:
+    """Execute every notebook headless in this container (nothing is saved)."""
+    import time
+
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    failed = 0
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        start = time.monotonic()
+        try:
+            NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                           resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+            print(f"notebooks: {path.name} ok ({time.monotonic() - start:.1f}s)", flush=True)
+        except CellExecutionError as exc:
+            failed += 1
+            print(f"notebooks: {path.name} FAILED: {str(exc)[-2000:]}", flush=True)
+    return 1 if failed else 0
+
+
 def jupyter_url() -> int:
     from cdclab.notebook import DEFAULT_PORT, browse_url
 
@@ -121,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("init").add_argument("--rows", type=int, default=5000)
     sub.add_parser("jupyter")
     sub.add_parser("jupyter-url")
+    sub.add_parser("notebooks")
     args = parser.parse_args(argv)
     if args.what == "credentials":
         make_credentials()
@@ -134,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         return jupyter()
     if args.what == "jupyter-url":
         return jupyter_url()
+    if args.what == "notebooks":
+        return run_notebooks()
     init(args.rows)
     return 0
 

@@ -136,8 +136,9 @@ def published_ports(environ: Mapping[str, str]) -> dict[str, int]:
     return {svc: int(environ.get(var) or port) for svc, (var, port) in PUBLISHED.items()}
 
 
-def compose_command() -> list[str]:
-    project = os.environ.get(settings.ENV_COMPOSE_PROJECT, "cdclab")
+def compose_command(environ: Mapping[str, str] | None = None) -> list[str]:
+    project = (os.environ if environ is None else environ).get(
+        settings.ENV_COMPOSE_PROJECT, "cdclab")
     return ["docker", "compose", "--project-directory", str(settings.REPO_ROOT),
             "--project-name", project]
 
@@ -188,7 +189,8 @@ class ComposeRuntime(Runtime):
             raise ServiceError("the compose stack's credentials are read with `docker compose "
                                "exec`, and no docker CLI is on PATH")
         done = subprocess.run(
-            [*compose_command(), "exec", "-T", "postgres", "cat", CONTAINER_CREDENTIALS],
+            [*compose_command(self.environ), "exec", "-T", "postgres", "cat",
+             CONTAINER_CREDENTIALS],
             capture_output=True, text=True, timeout=60,
         )
         if done.returncode != 0:
@@ -213,8 +215,9 @@ class ComposeRuntime(Runtime):
         """`docker compose ps` by service (state, health), when docker is at hand."""
         if not self._docker():
             return {}
-        done = subprocess.run([*compose_command(), "ps", "--all", "--format", "json"],
-                              capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [*compose_command(self.environ), "ps", "--all", "--format", "json"],
+            capture_output=True, text=True, timeout=60)
         if done.returncode != 0:
             return {}
         rows = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
@@ -253,7 +256,8 @@ class ComposeRuntime(Runtime):
     def log_command(self, service: str | None, follow: bool, lines: int) -> list[str]:
         if self.inside:
             raise ServiceError("logs are read from the host: docker compose logs [service]")
-        return [*compose_command(), "logs", "--tail", str(lines), *(["-f"] if follow else []),
+        return [*compose_command(self.environ), "logs", "--tail", str(lines),
+                *(["-f"] if follow else []),
                 *([service] if service else [])]
 
     def glue_run_logs(self) -> Path | None:

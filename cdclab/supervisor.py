@@ -48,14 +48,11 @@ def pinned_port(port_name: str) -> int | None:
 def all_services() -> list[Service]:
     """Every service in start order (infrastructure first, then the pipeline)."""
     from cdclab.services.emitter import EmitterService
-    from cdclab.services.glue_api import GlueApiService
+    from cdclab.services.glue_api import ENV_GLUE_WARM, GlueApiService
     from cdclab.services.iceberg_rest import IcebergRestService
     from cdclab.services.minio import MinioService
     from cdclab.services.postgres import PostgresService
-    from cdclab.services.watcher import WatcherService
-
-    from cdclab.services.glue_api import ENV_GLUE_WARM
-    from cdclab.services.watcher import ENV_FULL_SCAN
+    from cdclab.services.watcher import ENV_FULL_SCAN, WatcherService
 
     # options from the environment: a container runs the service a test asked for
     full_scan = os.environ.get(ENV_FULL_SCAN)

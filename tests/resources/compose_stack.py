@@ -59,6 +59,22 @@ class ComposeStackHandle(StackHandle):
         """A crash: SIGKILL, no clean shutdown (what os.killpg does on the embedded stack)."""
         self.compose("kill", "--signal", "SIGKILL", *names)
 
+    def crash(self, name: str) -> int:
+        """The service's processes die (SIGKILL to all but the container's init), as an
+        OOM kill or a segfault would: unlike `docker kill`, which Docker counts as a
+        manual stop, this is what restart policies are for. Returns the restart count."""
+        before = self.restarts(name)
+        subprocess.run([*self.compose_cmd, "exec", "-T", name, "kill", "-KILL", "-1"],
+                       cwd=settings.REPO_ROOT, capture_output=True, timeout=60,
+                       env=self.compose_env)
+        return before
+
+    def restarts(self, name: str) -> int:
+        cid = self.compose("ps", "--all", "--quiet", name).strip()
+        out = subprocess.run(["docker", "inspect", "--format", "{{.RestartCount}}", cid],
+                             capture_output=True, text=True, check=True).stdout
+        return int(out.strip())
+
     def container_state(self, name: str) -> dict:
         """`docker inspect` State of a service's container."""
         cid = self.compose("ps", "--all", "--quiet", name).strip()

@@ -15,7 +15,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from cdclab import credentials, settings
 from cdclab.services.base import (
@@ -58,9 +58,13 @@ class ContainerService:
         wrapped.wait(timeout=30)
 
     def stop(self) -> None:
+        """A clean stop (SIGTERM, as `cdclab down` sends), then the container is removed."""
         if not self.stopped:
             self.stopped = True
-            self.container.stop()  # stop and remove
+            try:
+                self.container.get_wrapped_container().stop(timeout=30)
+            finally:
+                self.container.stop()  # remove, with its anonymous volume
 
     def logs(self) -> str:
         out, err = self.container.get_logs()
@@ -94,6 +98,10 @@ def start_container(service: Service, ctx: StackContext, mounts: tuple[Path, ...
     secret_keys = (settings.ENV_ACCESS_KEY, settings.ENV_SECRET_KEY, credentials.PG_USER,
                    credentials.PG_PASSWORD)
     secrets = {k: ctx.env[k] for k in secret_keys if k in ctx.env}
+    dsn_user = urlsplit(ctx.env.get(settings.ENV_PG_DSN, ""))
+    if dsn_user.username and dsn_user.password:  # the DSN's login is the one to use
+        secrets[credentials.PG_USER] = unquote(dsn_user.username)
+        secrets[credentials.PG_PASSWORD] = unquote(dsn_user.password)
     secrets_file = ctx.state_dir / f".credentials-{service.name}.json"
     secrets_file.unlink(missing_ok=True)
     credentials.write_new(secrets_file, secrets)
@@ -118,9 +126,12 @@ def start_container(service: Service, ctx: StackContext, mounts: tuple[Path, ...
         .with_volume_mapping(str(ctx.state_dir), str(ctx.state_dir), "rw")
         .with_volume_mapping(str(settings.REPO_ROOT), str(settings.REPO_ROOT), "ro")
         .with_kwargs(network_mode="host", init=True, labels={LABEL: service.name},
-                     user=f"{CONTAINER_UID}:{CONTAINER_UID}", tmpfs={"/tmp": "size=1g,exec"})
+                     user=f"{CONTAINER_UID}:{CONTAINER_UID}")
     )
+    container.tmpfs["/tmp"] = "size=1g,exec"  # Spark extracts native libraries there
     for path in mounts:
+        if os.geteuid() == 0:
+            path.chmod(0o755)  # pytest makes tmp_path 0700: the container's user must enter
         container = container.with_volume_mapping(str(path), str(path), "ro")
     for key, value in env.items():
         container = container.with_env(key, value)
@@ -134,11 +145,9 @@ def start_container(service: Service, ctx: StackContext, mounts: tuple[Path, ...
             logs = handle.logs()[-3000:]
             handle.stop()
             raise ServiceError(f"{service.name} container exited while starting:\n{logs}")
-        try:
-            if service.healthy(ctx):
-                return handle
-        except Exception:  # not up yet
-            pass
+        # `cdclab serve` says "ready" once healthy and set up (buckets, database...)
+        if f"cdclab serve: {service.name} ready" in handle.logs():
+            return handle
         time.sleep(0.3)
     logs = handle.logs()[-3000:]
     handle.stop()
