@@ -12,7 +12,7 @@ settings.register_profile(
 )
 settings.load_profile("cdclab")
 
-_RESOURCES = ["minio", "iceberg_rest", "postgres", "stack"]
+_RESOURCES = ["stack", "minio", "iceberg_rest", "postgres"]  # stack first: launch imports it
 
 pytest_plugins = [
     f"tests.resources.{name}"

@@ -35,8 +35,8 @@ LABEL = "org.cdclab.test"
 
 
 def launch(service: Service, ctx: StackContext, *, mounts: tuple[Path, ...] = ()):
-    """Start `service` and wait until healthy. `mounts`: host paths the service must read
-    (e.g. a job script in tmp_path), mounted read-only at the same path in a container."""
+    """Start `service` and wait until healthy. `mounts`: host paths the service works in
+    (e.g. a job script in tmp_path that writes beside itself), mounted at the same path."""
     if backend() != CONTAINERS:
         return start_service(service, ctx)
     return start_container(service, ctx, mounts)
@@ -76,8 +76,8 @@ def without_userinfo(dsn: str) -> str:
     return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
-def _share_state_dir(path: Path) -> None:
-    """The container's user must write the state dir the test also reads."""
+def _share_dir(path: Path) -> None:
+    """The container's user must write the directory the test also reads."""
     path.mkdir(parents=True, exist_ok=True)
     if os.geteuid() == 0:
         for root, dirs, files in os.walk(path):
@@ -93,7 +93,7 @@ def start_container(service: Service, ctx: StackContext, mounts: tuple[Path, ...
     for port_name in service.port_names:
         ctx.ports.setdefault(port_name, free_port())
     service.publish(ctx)
-    _share_state_dir(ctx.state_dir)
+    _share_dir(ctx.state_dir)
     # secrets go in a 0600 file the container's user reads, as in the compose stack
     secret_keys = (settings.ENV_ACCESS_KEY, settings.ENV_SECRET_KEY, credentials.PG_USER,
                    credentials.PG_PASSWORD)
@@ -130,9 +130,8 @@ def start_container(service: Service, ctx: StackContext, mounts: tuple[Path, ...
     )
     container.tmpfs["/tmp"] = "size=1g,exec"  # Spark extracts native libraries there
     for path in mounts:
-        if os.geteuid() == 0:
-            path.chmod(0o755)  # pytest makes tmp_path 0700: the container's user must enter
-        container = container.with_volume_mapping(str(path), str(path), "ro")
+        _share_dir(path)  # pytest makes tmp_path 0700, root's: the container's user works there
+        container = container.with_volume_mapping(str(path), str(path), "rw")
     for key, value in env.items():
         container = container.with_env(key, value)
     container.start()
