@@ -26,6 +26,27 @@ class _CurrentStderr(logging.StreamHandler):
         pass
 
 
+def aws_credentials_problem(env) -> str | None:
+    """The aws profile reaches real S3 and the Glue Data Catalog: without credentials every
+    run would fail later with a Java stack trace, so refuse at start, saying what to do."""
+    if env.get(settings.ENV_PROFILE) != settings.PROFILE_AWS:
+        return None
+    import boto3
+    from botocore.exceptions import BotoCoreError
+
+    try:
+        if boto3.Session().get_credentials() is not None:
+            return None
+    except BotoCoreError as exc:  # e.g. the named profile is not in the config
+        return (f"CDCLAB_PROFILE=aws but the AWS configuration is not usable: {exc}. "
+                "Mount your AWS config read-only (compose: ~/.aws or CDCLAB_AWS_CONFIG_DIR).")
+    where = ", ".join(f"{k}={env[k]}" for k in ("AWS_PROFILE", "AWS_CONFIG_FILE",
+                                                 "AWS_SHARED_CREDENTIALS_FILE") if env.get(k))
+    return (f"CDCLAB_PROFILE=aws but no AWS credentials were found ({where or 'default chain'})."
+            " Mount your AWS config read-only (compose: ~/.aws or CDCLAB_AWS_CONFIG_DIR), "
+            "or set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY for this service.")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m glue_local", description=__doc__)
     ap.add_argument("--port", type=int, default=int(os.environ.get(ENV_GLUE_PORT, "0")),
@@ -37,6 +58,9 @@ def main(argv: list[str] | None = None) -> None:
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
     logging.basicConfig(level=logging.INFO, handlers=[handler])
 
+    problem = aws_credentials_problem(os.environ)
+    if problem:
+        raise SystemExit(f"glue_local: {problem}")
     server = make_server(settings.state_dir(), args.port, warm=args.warm)
     logging.getLogger("glue_local").info("local Glue API on %s (state %s)",
                                          server.endpoint, settings.state_dir())

@@ -56,6 +56,8 @@ class ContainerService:
         wrapped = self.container.get_wrapped_container()
         wrapped.kill(signal="SIGKILL")
         wrapped.wait(timeout=30)
+        self.stopped = True
+        self.container.stop()  # the crashed container is removed: a restart is a new one
 
     def stop(self) -> None:
         """A clean stop (SIGTERM, as `cdclab down` sends), then the container is removed."""
