@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from cdclab import compose_env, credentials, settings
+from cdclab import credentials, runtime, settings
 from cdclab.serve import CONTAINER_PORTS
 from cdclab.services import base
 from cdclab.supervisor import all_services
@@ -28,20 +28,26 @@ from cdclab.supervisor import all_services
 ROOT = settings.REPO_ROOT
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 EXAMPLE_ENV = ROOT / ".env.example"
-PROFILES = ("spark", "aws")
+PROFILES = ("spark", "aws", "cli")
+ONE_SHOTS = ("credentials", "init", "cli")
 
 # Services whose command is not `cdclab serve <name>`, and what it is instead (why: they
 # are not supervised servers of the embedded runtime, or are a third-party launcher).
 EXCEPTIONS = {
+    "credentials": ["python", "-m", "cdclab.compose_probe", "credentials"],  # one-shot
     "init": ["python", "-m", "cdclab.compose_probe", "init"],  # cdclab up's lake set-up
-    "jupyter": ["cdclab", "notebook", "--ip", "0.0.0.0", "--no-browser"],
+    "jupyter": ["python", "-m", "cdclab.compose_probe", "jupyter"],  # drops to the owner
+    "cli": ["status"],  # entrypoint cdclab: `docker compose run --rm cli <command>`
     "spark-master": ["spark-class", "org.apache.spark.deploy.master.Master"],
     "spark-worker": ["spark-class", "org.apache.spark.deploy.worker.Worker"],
 }
 # compose service -> Service it runs under another name (one Service, two profiles)
 VARIANTS = {"glue-aws": "glue"}
 # Keys that are not ours: read by the AWS SDKs themselves.
-THIRD_PARTY_ENV = {"AWS_PROFILE"}
+THIRD_PARTY_ENV = {"AWS_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"}
+SECRET_ENV = {settings.ENV_ACCESS_KEY, settings.ENV_SECRET_KEY, credentials.PG_USER,
+              credentials.PG_PASSWORD, credentials.JUPYTER_TOKEN}
+DOCKERFILE = ROOT / "spark" / "Dockerfile"
 
 
 def compose_binary() -> str:
@@ -69,11 +75,12 @@ def hadolint_binary() -> str:
     return found
 
 
-def run_compose(*args: str, env_file: Path = EXAMPLE_ENV, compose_file: Path = COMPOSE_FILE):
-    # A clean environment: variables from the caller's shell would override the env file.
+def run_compose(*args: str, env_file: Path | None = None, compose_file: Path = COMPOSE_FILE):
+    # A clean environment: no .env and nothing from the caller's shell (no overrides).
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root")}
+    files = ["--env-file", str(env_file)] if env_file else ["--env-file", os.devnull]
     cmd = [*compose_binary().split(" "), "--project-directory", str(ROOT),
-           "-f", str(compose_file), "--env-file", str(env_file), *args]
+           "-f", str(compose_file), *files, *args]
     return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
 
 
@@ -102,12 +109,16 @@ def test_the_validator_rejects_what_the_spec_forbids(tmp_path) -> None:
     assert "restart_policy" in done.stderr
 
 
-def test_compose_refuses_to_run_without_the_generated_env(tmp_path) -> None:
-    empty = tmp_path / "empty.env"
-    empty.write_text("")
-    done = run_compose("config", "--quiet", env_file=empty)
-    assert done.returncode != 0
-    assert "cdclab compose-env" in done.stderr
+def test_compose_needs_no_env_file_and_no_variable() -> None:
+    """One step for a Docker user: nothing to generate first; every variable has a default."""
+    for profiles in ((), PROFILES):
+        done = run_compose(*[a for p in profiles for a in ("--profile", p)], "config", "--quiet")
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+
+
+def test_env_example_only_holds_commented_overrides() -> None:
+    lines = [ln for ln in EXAMPLE_ENV.read_text().splitlines() if ln.strip()]
+    assert lines and all(ln.startswith("#") for ln in lines), "every override is optional"
 
 
 # --- (b) Dockerfiles ---------------------------------------------------------------------
@@ -134,29 +145,50 @@ def test_hadolint_is_a_real_linter(tmp_path) -> None:
     assert "DL3006" in done.stdout  # untagged base image
 
 
-def test_every_dockerfile_is_built_by_compose_and_lives_in_a_service_folder(config) -> None:
-    built = {Path(s["build"]["context"], s["build"]["dockerfile"]).resolve()
-             for s in config["services"].values() if "build" in s}
-    assert built == {p.resolve() for p in dockerfiles()}
-
-
-def test_build_args_are_the_pins_of_versions_env(config) -> None:
-    pins = settings.versions()
+def test_one_image_is_built_by_one_service_and_never_pulled(config) -> None:
+    builders = {n: s for n, s in config["services"].items() if "build" in s}
+    assert list(builders) == ["credentials"], "only the first one-shot builds the image"
+    build = builders["credentials"]["build"]
+    assert Path(build["context"], build["dockerfile"]).resolve() == DOCKERFILE.resolve()
+    assert build["target"] == "runtime" and build["network"] == "host"
+    assert builders["credentials"]["pull_policy"] == "build"
+    image = builders["credentials"]["image"]
     for name, service in config["services"].items():
-        for key, value in service.get("build", {}).get("args", {}).items():
-            assert pins.get(key) == value, f"{name}: build arg {key}={value} is not versions.env"
+        if service["image"] == image and name != "credentials":
+            assert service["pull_policy"] == "never", f"{name} could ask a registry"
+    assert [p.relative_to(ROOT) for p in dockerfiles()] == [Path("spark/Dockerfile")]
 
 
-def test_every_dockerfile_arg_is_given_by_compose(config) -> None:
-    for service in config["services"].values():
-        build = service.get("build")
-        if not build:
-            continue
-        dockerfile = Path(build["context"], build["dockerfile"])
-        declared = {line.split()[1].split("=")[0] for line in dockerfile.read_text().splitlines()
-                    if line.startswith("ARG ")}
-        missing = declared - set(build.get("args", {}))
-        assert not missing, f"{dockerfile}: ARG {missing} not set by docker-compose.yml"
+def base_image_args() -> dict[str, str]:
+    """ARG NAME=default lines before the first FROM: the base images."""
+    head = DOCKERFILE.read_text().split("\nFROM ", 1)[0]
+    return dict(ln[4:].split("=", 1) for ln in head.splitlines() if ln.startswith("ARG "))
+
+
+def test_base_images_are_build_args_pinned_by_digest_and_given_by_compose(config) -> None:
+    bases = base_image_args()
+    assert set(bases) == {"CDCLAB_PYTHON_IMAGE", "CDCLAB_MAVEN_IMAGE", "CDCLAB_GO_IMAGE"}
+    for name, ref in bases.items():
+        assert "@sha256:" in ref and len(ref.split("@sha256:")[1]) == 64, f"{name}={ref}"
+    pins = settings.versions()
+    assert bases["CDCLAB_PYTHON_IMAGE"].startswith(f"python:{pins['PYTHON_VERSION']}-")
+    assert f"temurin-{pins['JAVA_VERSION']}@" in bases["CDCLAB_MAVEN_IMAGE"]
+    assert bases["CDCLAB_GO_IMAGE"].startswith(f"golang:{pins['GO_VERSION']}-")
+    # compose passes them through only when set (list form): the defaults otherwise
+    raw = COMPOSE_FILE.read_text()
+    for name in bases:
+        assert f"- {name}\n" in raw
+
+
+def test_dockerfile_builds_with_the_classic_builder_and_buildkit_alike() -> None:
+    text = DOCKERFILE.read_text()
+    code = [ln for ln in text.splitlines() if not ln.lstrip().startswith("#")]
+    assert not text.startswith("# syntax=")  # no frontend image to fetch
+    assert not any("--mount" in ln or "<<" in ln or "--chmod" in ln for ln in code)
+    assert "source /build/versions.env" in text  # pins from versions.env, not build args
+    stages = [ln.split(" AS ")[1] for ln in text.splitlines()
+              if ln.startswith("FROM ") and " AS " in ln]
+    assert stages == ["jars", "minio", "runtime"]
 
 
 # --- (c) parity with the embedded runtime --------------------------------------------
@@ -176,7 +208,7 @@ def test_each_service_runs_the_embedded_entry_point(config) -> None:
 def test_environment_uses_only_cdclab_configuration_keys(config) -> None:
     ours = {v for m in (settings, credentials, base) for k, v in vars(m).items()
             if k.startswith(("ENV_", "PG_")) and isinstance(v, str)}
-    ours |= {compose_env.ENV_SPARK_MASTER}
+    ours |= {settings.ENV_SPARK_MASTER, "CDCLAB_GLUE_RUN_LOGS"}
     for name, service in config["services"].items():
         unknown = set(service.get("environment", {})) - ours - THIRD_PARTY_ENV
         assert not unknown, f"{name} sets keys cdclab.settings does not define: {unknown}"
@@ -185,7 +217,8 @@ def test_environment_uses_only_cdclab_configuration_keys(config) -> None:
 def test_endpoints_name_the_compose_services_on_their_well_known_ports(config) -> None:
     env = config["services"]["emitter"]["environment"]
     db = settings.load_pipeline().source.database
-    assert env[settings.ENV_PG_DSN].endswith(f"@postgres:{CONTAINER_PORTS['postgres']}/{db}")
+    # no userinfo: each process adds it from the credentials file
+    assert env[settings.ENV_PG_DSN] == f"postgresql://postgres:{CONTAINER_PORTS['postgres']}/{db}"
     assert env[settings.ENV_S3_ENDPOINT] == f"http://minio:{CONTAINER_PORTS['minio']}"
     assert env[settings.ENV_CATALOG_URI] == f"http://iceberg-rest:{CONTAINER_PORTS['iceberg_rest']}"
     assert env[settings.ENV_GLUE_ENDPOINT] == f"http://glue:{CONTAINER_PORTS['glue']}"
@@ -203,11 +236,15 @@ def test_ports_are_published_on_loopback_only(config) -> None:
 def test_long_running_services_have_health_checks_and_start_in_order(config) -> None:
     services = config["services"]
     for name, service in services.items():
-        if name in ("init", "spark-worker"):
+        for dep, how in service.get("depends_on", {}).items():
+            wanted = ("service_completed_successfully" if dep in ONE_SHOTS
+                      else "service_healthy")
+            assert how["condition"] == wanted, f"{name} -> {dep}: {how}"
+        if name in (*ONE_SHOTS, "spark-worker"):
             continue
         assert service.get("healthcheck", {}).get("test"), f"{name} has no health check"
         for dep, how in service.get("depends_on", {}).items():
-            wanted = ("service_completed_successfully" if dep == "init"
+            wanted = ("service_completed_successfully" if dep in ONE_SHOTS
                       else "service_healthy")
             assert how["condition"] == wanted, f"{name} -> {dep}: {how}"
     assert set(services["emitter"]["depends_on"]) >= {"postgres", "minio", "init"}
@@ -220,14 +257,55 @@ def test_state_lives_on_named_volumes(config) -> None:
         assert any(m["type"] == "volume" and m["target"] == "/data" for m in mounts), name
 
 
-# --- the generated .env ----------------------------------------------------------------
-def test_env_example_holds_placeholders_and_the_current_pins() -> None:
-    assert EXAMPLE_ENV.read_text() == compose_env.example_text(), (
-        ".env.example is stale: run `python -m cdclab.compose_env --example`")
-    example = compose_env.parse_env(EXAMPLE_ENV.read_text())
-    for key in compose_env.CREDENTIAL_KEYS:
-        if key != settings.ENV_REGION:
-            assert example[key] == compose_env.PLACEHOLDER
+# --- safe by default ---------------------------------------------------------------------
+def test_no_secret_in_any_service_environment(config) -> None:
+    for name, service in config["services"].items():
+        env = service.get("environment", {})
+        assert not SECRET_ENV & set(env), f"{name} has secrets in its environment"
+        for key, value in env.items():
+            assert "@" not in str(value), f"{name}: {key} carries userinfo"
+
+
+def test_services_read_the_generated_credentials_file(config) -> None:
+    for name, service in config["services"].items():
+        if name == "glue-aws" or service.get("profiles") == ["spark"] and name == "spark-master":
+            continue
+        env = service["environment"]
+        assert env[settings.ENV_CREDENTIALS_FILE] == runtime.CONTAINER_CREDENTIALS, name
+        mounts = {m["target"]: m for m in service["volumes"] if m["type"] == "volume"}
+        cred = mounts[str(Path(runtime.CONTAINER_CREDENTIALS).parent)]
+        assert cred["source"] == "credentials"
+        assert bool(cred.get("read_only")) is (name != "credentials"), name
+
+
+def test_services_run_unprivileged(config) -> None:
+    for name, service in config["services"].items():
+        assert service.get("cap_drop") == ["ALL"], f"{name} keeps capabilities"
+        assert "no-new-privileges:true" in service.get("security_opt", []), name
+        assert not any("docker.sock" in str(m.get("source")) for m in service.get("volumes", []))
+        if name == "jupyter":  # root only to drop to the notebooks' owner
+            assert set(service["cap_add"]) <= {"CHOWN", "SETUID", "SETGID", "DAC_OVERRIDE"}
+        else:
+            assert "user" not in service, f"{name} overrides the image's uid 1000"
+    assert "USER 1000:1000" in DOCKERFILE.read_text()
+
+
+def test_long_running_services_have_memory_limits_and_bounded_scratch(config) -> None:
+    for name, service in config["services"].items():
+        if name in ONE_SHOTS:
+            continue
+        assert service.get("mem_limit"), f"{name} has no memory limit"
+    assert any(t.startswith("/tmp:size=") for t in config["services"]["glue"]["tmpfs"])
+
+
+def test_aws_credentials_only_reach_glue_aws_read_only_and_are_never_created(config) -> None:
+    aws_mounts = {n: m for n, s in config["services"].items() for m in s.get("volumes", [])
+                  if m.get("target") == "/aws" or ".aws" in str(m.get("source"))}
+    assert list(aws_mounts) == ["glue-aws"]
+    mount = aws_mounts["glue-aws"]
+    assert mount["type"] == "bind" and mount["read_only"] is True
+    # compose leaves create_host_path out when false: a missing ~/.aws is an error, not created
+    assert mount.get("bind", {}).get("create_host_path", False) is False
 
 
 def test_dockerignore_keeps_secrets_and_state_out_of_images() -> None:
@@ -236,20 +314,16 @@ def test_dockerignore_keeps_secrets_and_state_out_of_images() -> None:
         assert entry in ignored
 
 
-# --- the containers test backend drives this file ----------------------------------------
-def test_containers_backend_moves_every_published_port_it_reads(tmp_path) -> None:
-    from tests.resources.compose_stack import INFRA_SERVICES, PIPELINE_SERVICES, PUBLISHED
-
-    ports = {var: str(41000 + i) for i, var in enumerate(PUBLISHED)}
+# --- the containers test backend and the CLI drive this file ------------------------------
+def test_published_ports_move_with_their_variables_and_project(tmp_path) -> None:
+    ports = {var: str(41000 + i) for i, (var, _) in enumerate(runtime.PUBLISHED.values())}
     env_file = tmp_path / "test.env"
-    env_file.write_text(compose_env.render(compose_env.merge_env(
-        {}, settings.versions(), compose_env.placeholder_credentials(),
-        extra={"COMPOSE_PROJECT_NAME": "cdclab-test-x", **ports})))
+    env_file.write_text("".join(f"{k}={v}\n" for k, v in
+                                {"COMPOSE_PROJECT_NAME": "cdclab-test-x", **ports}.items()))
     done = run_compose("config", "--format", "json", env_file=env_file)
     assert done.returncode == 0, done.stderr
     config = json.loads(done.stdout)
     assert config["name"] == "cdclab-test-x"  # a private project, never the user's stack
-    assert set(INFRA_SERVICES + PIPELINE_SERVICES) <= set(config["services"])
-    for var, (service, target) in PUBLISHED.items():
+    for service, (var, target) in runtime.PUBLISHED.items():
         published = {int(p["target"]): p["published"] for p in config["services"][service]["ports"]}
         assert published[target] == ports[var], f"{service}:{target} is not moved by {var}"

@@ -78,7 +78,7 @@ def test_a_changed_value_is_reported_with_an_example() -> None:
 
 
 def test_status_masks_the_database_password() -> None:
-    from cdclab.cli import mask_password
+    from cdclab.redact import mask_password
 
     assert (mask_password("postgresql://cdclab:s3cr:et@127.0.0.1:5432/airbnb_db")
             == "postgresql://cdclab:***@127.0.0.1:5432/airbnb_db")

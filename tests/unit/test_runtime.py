@@ -1,0 +1,44 @@
+"""Which stack the CLI talks to: chosen by CDCLAB_RUNTIME, never guessed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from psycopg.conninfo import conninfo_to_dict
+
+from cdclab import runtime, settings
+from cdclab.services.base import ServiceError
+
+
+def test_host_endpoints_use_the_published_loopback_ports() -> None:
+    ports = runtime.published_ports({"CDCLAB_PORT_POSTGRES": "15432"})
+    assert ports == {"postgres": 15432, "minio": 9000, "iceberg-rest": 8181, "glue": 8090}
+    env = runtime.host_endpoints(ports, "airbnb_db")
+    assert env[settings.ENV_PG_DSN] == "postgresql://127.0.0.1:15432/airbnb_db"
+    assert env[settings.ENV_S3_ENDPOINT] == "http://127.0.0.1:9000"
+    assert env[settings.ENV_CATALOG_URI] == "http://127.0.0.1:8181"
+    assert env[settings.ENV_GLUE_ENDPOINT] == "http://127.0.0.1:8090"
+
+
+def test_the_runtime_is_configuration(monkeypatch) -> None:
+    monkeypatch.setenv(settings.ENV_RUNTIME, "compose")
+    assert isinstance(runtime.current(), runtime.ComposeRuntime)
+    monkeypatch.setenv(settings.ENV_RUNTIME, "kubernetes")
+    with pytest.raises(ServiceError, match="embedded"):
+        runtime.current()
+
+
+def test_inside_a_container_the_credentials_file_completes_the_env(tmp_path) -> None:
+    creds = tmp_path / "credentials.json"
+    creds.write_text(json.dumps({"CDCLAB_PG_USER": "u", "CDCLAB_PG_PASSWORD": "p@ss",
+                                 settings.ENV_ACCESS_KEY: "k", settings.ENV_SECRET_KEY: "s"}))
+    rt = runtime.ComposeRuntime(environ={
+        settings.ENV_PG_DSN: "postgresql://postgres:5432/airbnb_db",
+        settings.ENV_CREDENTIALS_FILE: str(creds), "HOME": "/nowhere"})
+    assert rt.inside
+    env = rt.env()
+    assert conninfo_to_dict(env[settings.ENV_PG_DSN])["password"] == "p@ss"
+    assert env[settings.ENV_SECRET_KEY] == "s" and "HOME" not in env
+    with pytest.raises(ServiceError, match="from the host"):
+        rt.log_command("emitter", follow=False, lines=5)
