@@ -11,6 +11,9 @@ if [[ -s "$CACHE/docker-bases.env" ]]; then
   source "$CACHE/docker-bases.env"
   set +a
 fi
+# Builds fetch packages: on engines set up by docker-engine.sh the default bridge has no
+# way out, the host network has.
+if [[ -f /run/cdclab-dockerd.pid ]]; then export CDCLAB_BUILD_NETWORK="${CDCLAB_BUILD_NETWORK:-host}"; fi
 # The classic builder where there is no buildx (Debian's docker.io): BuildKit through
 # compose would need a newer engine's frontend.
 if ! docker buildx version >/dev/null 2>&1; then export DOCKER_BUILDKIT=0; fi

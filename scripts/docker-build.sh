@@ -10,7 +10,9 @@ say() { printf '\033[1mdocker-build:\033[0m %s\n' "$*"; }
 
 args=()
 if [[ -s "$CACHE/docker-bases.env" ]]; then
-  while IFS= read -r line; do [[ -n "$line" ]] && args+=(--build-arg "$line"); done <"$CACHE/docker-bases.env"
+  while IFS= read -r line; do
+    [[ "$line" == CDCLAB_*_IMAGE=* ]] && args+=(--build-arg "$line")
+  done <"$CACHE/docker-bases.env"
 fi
 start=$SECONDS
 if ! docker buildx version >/dev/null 2>&1; then

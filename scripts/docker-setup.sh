@@ -3,8 +3,8 @@
 #   1. a Docker engine with the Compose plugin (scripts/docker-engine.sh);
 #   2. the base images: the official ones the Dockerfile pins when the engine can pull
 #      them, else stand-ins built from Debian packages (scripts/standin-images.sh).
-# Writes $CDCLAB_CACHE/docker-bases.env: the CDCLAB_*_IMAGE build arguments to use (empty
-# when the official images are used). scripts/compose.sh reads it.
+# Writes $CDCLAB_CACHE/docker-bases.env: the CDCLAB_*_IMAGE build arguments to use and the
+# build network (empty when the official images are used). scripts/compose.sh reads it.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,5 +28,7 @@ if [[ "$reachable" == 1 ]]; then
 else
   say "no registry answers: building stand-in base images from Debian packages"
   bash "$ROOT/scripts/standin-images.sh" --env "$BASES" >/dev/null
+  # no registry usually means no way out of the default bridge either: build on the host's
+  echo "CDCLAB_BUILD_NETWORK=host" >>"$BASES"
   say "stand-ins: $(tr '\n' ' ' <"$BASES")"
 fi

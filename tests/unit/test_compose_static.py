@@ -150,7 +150,7 @@ def test_one_image_is_built_by_one_service_and_never_pulled(config) -> None:
     assert list(builders) == ["credentials"], "only the first one-shot builds the image"
     build = builders["credentials"]["build"]
     assert Path(build["context"], build["dockerfile"]).resolve() == DOCKERFILE.resolve()
-    assert build["target"] == "runtime" and build["network"] == "host"
+    assert build["target"] == "runtime" and build["network"] == "default"  # host: compose.sh
     assert builders["credentials"]["pull_policy"] == "build"
     image = builders["credentials"]["image"]
     for name, service in config["services"].items():
