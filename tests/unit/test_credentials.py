@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import stat
+from urllib.parse import unquote, urlsplit
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -21,11 +22,17 @@ def test_userinfo_round_trips_any_user_and_password(user: str, password: str) ->
     assert (parsed["user"], parsed["password"]) == (user, password)
     assert (parsed["host"], parsed["port"], parsed["dbname"]) == ("postgres", "5432",
                                                                   "airbnb_db")
+    url = urlsplit(dsn)  # what the standard library sees agrees
+    assert (unquote(url.username), unquote(url.password)) == (user, password)
+    assert (url.hostname, url.port, url.path) == ("postgres", 5432, "/airbnb_db")
 
 
-def test_an_existing_userinfo_is_kept() -> None:
+@given(user=text, password=text)
+def test_an_existing_userinfo_is_kept(user: str, password: str) -> None:
     dsn = "postgresql://a:b@h:1/d"
-    assert credentials.with_userinfo(dsn, "x", "y") == dsn
+    assert credentials.with_userinfo(dsn, user, password) == dsn
+    given_dsn = credentials.with_userinfo("postgresql://h:1/d", user, password)
+    assert credentials.with_userinfo(given_dsn, "x", "y") == given_dsn  # idempotent
 
 
 def test_explicit_settings_win_and_the_dsn_is_completed() -> None:

@@ -21,7 +21,17 @@ def test_host_endpoints_use_the_published_loopback_ports() -> None:
     assert env[settings.ENV_GLUE_ENDPOINT] == "http://127.0.0.1:8090"
 
 
-def test_the_runtime_is_configuration(monkeypatch) -> None:
+def test_unset_port_variables_mean_the_well_known_ports() -> None:
+    assert runtime.published_ports({"CDCLAB_PORT_GLUE": ""}) == {
+        svc: port for svc, (_, port) in runtime.PUBLISHED.items()}
+
+
+def test_the_runtime_is_configuration(monkeypatch, tmp_path) -> None:
+    monkeypatch.delenv(settings.ENV_RUNTIME, raising=False)
+    monkeypatch.setenv(settings.ENV_STATE_DIR, str(tmp_path))
+    assert isinstance(runtime.current(), runtime.EmbeddedRuntime)  # the default
+    monkeypatch.setenv(settings.ENV_RUNTIME, "embedded")
+    assert isinstance(runtime.current(), runtime.EmbeddedRuntime)
     monkeypatch.setenv(settings.ENV_RUNTIME, "compose")
     assert isinstance(runtime.current(), runtime.ComposeRuntime)
     monkeypatch.setenv(settings.ENV_RUNTIME, "kubernetes")
@@ -42,3 +52,19 @@ def test_inside_a_container_the_credentials_file_completes_the_env(tmp_path) -> 
     assert env[settings.ENV_SECRET_KEY] == "s" and "HOME" not in env
     with pytest.raises(ServiceError, match="from the host"):
         rt.log_command("emitter", follow=False, lines=5)
+
+
+def test_from_the_host_logs_come_from_the_chosen_compose_project() -> None:
+    rt = runtime.ComposeRuntime(environ={settings.ENV_COMPOSE_PROJECT: "cdclab-test-y"})
+    assert not rt.inside
+    command = rt.log_command("glue", follow=True, lines=7)
+    assert command[:2] == ["docker", "compose"]
+    assert command[command.index("--project-name") + 1] == "cdclab-test-y"
+    assert command[-5:] == ["logs", "--tail", "7", "-f", "glue"]
+
+
+def test_from_the_host_without_docker_the_credentials_are_a_clear_error(monkeypatch) -> None:
+    monkeypatch.setenv("PATH", "")
+    rt = runtime.ComposeRuntime(environ={"CDCLAB_PORT_POSTGRES": "15432"})
+    with pytest.raises(ServiceError, match="no docker CLI"):
+        rt.env()
