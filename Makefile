@@ -16,13 +16,13 @@ demo: setup  ## start the stack, seed, full load, live workload, drain, reconcil
 
 test: setup  ## lint, then the whole test suite (unit + integration on the embedded stack)
 	@$(VENV)/bin/ruff check .
-	@$(VENV)/bin/pytest
+	@$(VENV)/bin/pytest -m "not containers"
 
 test-unit: setup
 	@$(VENV)/bin/pytest -m "not integration"
 
 test-integration: setup
-	@$(VENV)/bin/pytest -m integration
+	@$(VENV)/bin/pytest -m "integration and not containers"
 
 lint: setup
 	@$(VENV)/bin/ruff check .

@@ -23,7 +23,7 @@ from cdclab.workload import run_workload
 from tests.resources.stack import CONTAINERS, backend
 
 pytestmark = [
-    pytest.mark.integration, pytest.mark.slow,
+    pytest.mark.integration, pytest.mark.slow, pytest.mark.containers,
     pytest.mark.skipif(backend() != CONTAINERS, reason="restart policies are Docker's"),
 ]
 
