@@ -5,9 +5,10 @@ its own environment, as `cdclab` itself does, so no secret is ever in a containe
 environment.
 
 - `credentials`: the one-shot that generates the stack's credentials once (0600).
-- `health <service>`: the very `Service.healthy()` the embedded supervisor waits on, with
-  the context `cdclab serve` builds, so a compose health check means what `cdclab status`
-  means. `port <n> [--host h]` checks a TCP port (Spark master, Jupyter).
+- `health <service>`: cheap: this start of the service passed the very `Service.healthy()`
+  the embedded supervisor waits on (`cdclab serve`'s ready marker) and still answers on
+  its port. `deep-health <service>` runs `Service.healthy()` itself. `port <n> [--host h]`
+  checks a TCP port (Spark master, Jupyter).
 - `init`: seeds the source once (only into an empty table) and sets up the lake through
   the Glue API, like `cdclab up` does after the services are healthy.
 - `jupyter`: starts as root only to take the uid owning the mounted notebooks (so saving
@@ -19,6 +20,7 @@ environment.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -40,7 +42,31 @@ def container_context(port_names: tuple[str, ...]) -> StackContext:
     )
 
 
+# The ports each server answers on inside its container (cdclab.serve.CONTAINER_PORTS).
+HEALTH_PORTS = {"postgres": "postgres", "minio": "minio", "iceberg-rest": "iceberg_rest",
+                "glue": "glue"}
+
+
 def health(name: str) -> bool:
+    """Cheap, because Docker runs it every few seconds in every container: this start of
+    the service became healthy and set up (`cdclab serve`'s ready marker, written after
+    the very `Service.healthy()` the supervisor waits on), and it still answers. No client
+    library is imported: importing them all cost ~2 CPU-seconds per check."""
+    from cdclab.serve import port_for, ready_marker
+
+    if not ready_marker(name).exists():
+        print(f"{name}: not ready yet (starting)", file=sys.stderr)
+        return False
+    if name in HEALTH_PORTS:
+        return port_answers(port_for(HEALTH_PORTS[name]))
+    if name == "emitter":  # streaming, not reconnecting or re-loading
+        state = settings.state_dir() / "emitter" / "state.json"
+        return json.loads(state.read_text()).get("phase") == "streaming"
+    return True  # the watcher: its process is the container's; it exits when it dies
+
+
+def deep_health(name: str) -> bool:
+    """The supervisor's own check, with every client (for debugging a container)."""
     from cdclab.supervisor import all_services
 
     services = {s.name: s for s in all_services()}
@@ -138,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="what", required=True)
     sub.add_parser("credentials")
     sub.add_parser("health").add_argument("service")
+    sub.add_parser("deep-health").add_argument("service")
     port = sub.add_parser("port")
     port.add_argument("port", type=int)
     port.add_argument("--host", default="127.0.0.1")
@@ -149,9 +176,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.what == "credentials":
         make_credentials()
         return 0
-    credentials.apply_file(os.environ)
-    if args.what == "health":
+    if args.what == "health":  # no credentials needed: keep it cheap
         return 0 if health(args.service) else 1
+    credentials.apply_file(os.environ)
+    if args.what == "deep-health":
+        return 0 if deep_health(args.service) else 1
     if args.what == "port":
         return 0 if port_answers(args.port, args.host) else 1
     if args.what == "jupyter":

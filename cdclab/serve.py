@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from pathlib import Path
 
 from cdclab import settings
 from cdclab.services.base import StackContext, start_service
@@ -19,6 +20,12 @@ from cdclab.supervisor import all_services, pinned_port
 CONTAINER_PORTS = {
     "postgres": 5432, "minio": 9000, "minio_console": 9001, "iceberg_rest": 8181, "glue": 8090,
 }
+
+
+def ready_marker(name: str) -> Path:
+    """Written once this start of the service is healthy and set up: a container's cheap
+    health check reads it (with a port probe) instead of importing every client."""
+    return settings.state_dir() / f".ready-{name}"
 
 
 def port_for(port_name: str) -> int:
@@ -32,6 +39,8 @@ def serve(name: str) -> int:
               file=sys.stderr)
         return 2
     service = services[name]
+    marker = ready_marker(name)
+    marker.unlink(missing_ok=True)  # a marker from the previous start says nothing now
     ctx = StackContext(
         state_dir=settings.state_dir(),
         ports={p: port_for(p) for p in service.port_names},
@@ -39,6 +48,8 @@ def serve(name: str) -> int:
     )
     running = start_service(service, ctx)
     print(f"cdclab serve: {name} ready at {service.address(ctx)}", flush=True)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(str(running.proc.pid))
 
     def forward(signum: int, _frame: object) -> None:
         running.proc.send_signal(signum)
