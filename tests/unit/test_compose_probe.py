@@ -1,0 +1,43 @@
+"""The containers' health check: cheap, and true only for this start once it is ready."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+
+from cdclab import compose_probe
+from cdclab.serve import ready_marker
+
+
+def test_not_ready_until_serve_writes_its_marker_then_the_port_must_answer(
+        monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("CDCLAB_STATE_DIR", str(tmp_path))
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        monkeypatch.setenv("CDCLAB_PORT_GLUE", str(server.getsockname()[1]))
+        assert compose_probe.health("glue") is False  # starting
+        ready_marker("glue").write_text("1")
+        assert compose_probe.health("glue") is True
+    assert compose_probe.health("glue") is False  # ready once, but no longer answering
+
+
+def test_the_emitter_is_healthy_only_while_streaming(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("CDCLAB_STATE_DIR", str(tmp_path))
+    ready_marker("emitter").write_text("1")
+    state = tmp_path / "emitter" / "state.json"
+    state.parent.mkdir()
+    state.write_text(json.dumps({"phase": "full_load"}))
+    assert compose_probe.health("emitter") is False
+    state.write_text(json.dumps({"phase": "streaming"}))
+    assert compose_probe.health("emitter") is True
+
+
+def test_the_check_imports_no_client_library(tmp_path) -> None:
+    code = ("import sys; from cdclab import compose_probe; compose_probe.health('watcher'); "
+            "print(sorted(m for m in ('boto3', 'psycopg', 'pyspark') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={"CDCLAB_STATE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    assert done.stdout.strip() == "[]", done.stderr
