@@ -41,3 +41,34 @@ def test_the_check_imports_no_client_library(tmp_path) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={"CDCLAB_STATE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"})
     assert done.stdout.strip() == "[]", done.stderr
+
+
+SCRIPT = compose_probe.settings.REPO_ROOT / "scripts" / "container-health.sh"
+
+
+def shell_health(name: str, env: dict[str, str]) -> bool:
+    return subprocess.run(["bash", str(SCRIPT), name], env=env,
+                          capture_output=True).returncode == 0
+
+
+def test_the_shell_check_docker_runs_agrees_with_the_python_rules(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("CDCLAB_STATE_DIR", str(tmp_path))
+    env = {"CDCLAB_STATE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    state = tmp_path / "emitter" / "state.json"
+    state.parent.mkdir()
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = str(server.getsockname()[1])
+        monkeypatch.setenv("CDCLAB_PORT_MINIO", port)
+        env["CDCLAB_PORT_MINIO"] = port
+        cases = [("minio", None), ("emitter", "full_load"), ("emitter", "streaming"),
+                 ("watcher", None)]
+        for ready in (False, True):
+            for name, phase in cases:
+                if ready:
+                    ready_marker(name).write_text("1")
+                if phase:
+                    state.write_text(json.dumps({"phase": phase}, indent=1))
+                assert shell_health(name, env) is compose_probe.health(name), (name, phase)
+    assert shell_health("minio", env) is compose_probe.health("minio") is False
