@@ -66,6 +66,10 @@ for coord in "${artifacts[@]}"; do
   fi
 done
 
+# --- the JVM side of awsglue (spark/glue-jvm), built by Maven per source digest --------
+CDCLAB_CACHE="$CACHE" "$VENV/bin/python" -m glue_local.glue_jvm build >/dev/null \
+  || die "building spark/glue-jvm failed; see $CACHE/glue-jvm-build.log"
+
 # --- MinIO from its Go module -------------------------------------------------------
 MINIO_BIN="$CACHE/bin/minio-$MINIO_VERSION"
 if [[ ! -x "$MINIO_BIN" ]]; then

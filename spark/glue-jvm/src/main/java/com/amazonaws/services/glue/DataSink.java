@@ -1,0 +1,97 @@
+package com.amazonaws.services.glue;
+
+import com.amazonaws.services.glue.model.StorageDescriptor;
+import com.amazonaws.services.glue.model.Table;
+import com.amazonaws.services.glue.util.JsonOptions;
+import java.util.List;
+import org.apache.spark.sql.DataFrameWriter;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SaveMode;
+import org.cdclab.glue.Formats;
+import org.cdclab.glue.Unsupported;
+
+/** Writes DynamicFrames to S3 paths in a format (append, like Glue's S3 sink). */
+public class DataSink {
+  private final GlueContext glue;
+  private final JsonOptions connection;
+  private final String path;
+  private String format;
+  private JsonOptions formatOptions = JsonOptions.empty();
+
+  DataSink(GlueContext glue, JsonOptions connection, String path, String format) {
+    this.glue = glue;
+    this.connection = connection;
+    this.path = path;
+    this.format = format;
+  }
+
+  static DataSink forOptions(GlueContext glue, String connectionType, JsonOptions options) {
+    String type = connectionType == null ? "" : connectionType.toLowerCase();
+    if (!List.of("s3", "file", "parquet", "orc").contains(type)) {
+      throw Unsupported.of("write to connection_type " + connectionType);
+    }
+    String path = options.getString("path", null);
+    if (path == null || path.isEmpty()) {
+      throw new IllegalArgumentException("cdclab: an S3 sink needs connection_options path");
+    }
+    String format = type.equals("parquet") || type.equals("orc") ? type : null;
+    return new DataSink(glue, options, path, format);
+  }
+
+  static DataSink forCatalog(GlueContext glue, String database, String tableName,
+                             JsonOptions additional, String catalogId) {
+    Table table = org.cdclab.glue.Catalog.getTable(database, tableName, catalogId);
+    String name = database + "." + tableName;
+    if (table.getParameters() != null
+        && "ICEBERG".equalsIgnoreCase(table.getParameters().get("table_type"))) {
+      throw Unsupported.of("write_dynamic_frame.from_catalog to the Iceberg table " + name);
+    }
+    if (table.getPartitionKeys() != null && !table.getPartitionKeys().isEmpty()) {
+      throw Unsupported.of("write_dynamic_frame.from_catalog to the partitioned table " + name);
+    }
+    StorageDescriptor sd = table.getStorageDescriptor();
+    String lib = sd.getSerdeInfo() == null ? "" : String.valueOf(sd.getSerdeInfo().getSerializationLibrary());
+    String classification = table.getParameters() == null ? ""
+        : table.getParameters().getOrDefault("classification", "");
+    DataSink sink = new DataSink(glue, additional, sd.getLocation(),
+        DataSource.catalogFormat(name, lib, classification));
+    if (sink.format.equals("csv")) {
+      sink.formatOptions = new JsonOptions(java.util.Map.of("writeHeader", false));
+    }
+    return sink;
+  }
+
+  public void setFormat(String format, JsonOptions options) {
+    this.format = Formats.normalize(format);
+    this.formatOptions = this.formatOptions.merge(options);
+  }
+
+  public void setAccumulableSize(int size) {}
+
+  public void setCatalogInfo(String database, String table, String catalogId) {
+    throw Unsupported.of("DataSink.setCatalogInfo (enableUpdateCatalog)");
+  }
+
+  public DynamicFrame pyWriteDynamicFrame(DynamicFrame frame, String callSite, String info) {
+    write(frame.df());
+    return DynamicFrame.emptyDynamicFrame(glue);
+  }
+
+  public Dataset<Row> pyWriteDataFrame(Dataset<Row> df, GlueContext context, String callSite,
+                                       String info) {
+    write(df);
+    return glue.sparkSession().emptyDataFrame();
+  }
+
+  private void write(Dataset<Row> df) {
+    if (format == null) throw new IllegalArgumentException("cdclab: no format for the sink " + path);
+    java.util.Map<String, String> options = Formats.writerOptions(format, formatOptions);
+    String compression = connection.getString("compression", null);
+    if (compression != null) options.put("compression", compression);
+    DataFrameWriter<Row> w = df.write().mode(SaveMode.Append).format(format).options(options);
+    List<String> keys = Formats.partitionKeys(connection);
+    if (!keys.isEmpty()) w = w.partitionBy(keys.toArray(new String[0]));
+    w.save(path);
+  }
+}

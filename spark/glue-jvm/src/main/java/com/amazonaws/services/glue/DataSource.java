@@ -1,0 +1,235 @@
+package com.amazonaws.services.glue;
+
+import com.amazonaws.services.glue.model.StorageDescriptor;
+import com.amazonaws.services.glue.model.Table;
+import com.amazonaws.services.glue.util.JsonOptions;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.Column;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.api.java.UDF1;
+import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.cdclab.glue.BookmarkState;
+import org.cdclab.glue.Formats;
+import org.cdclab.glue.JobRun;
+import org.cdclab.glue.Listing;
+import org.cdclab.glue.SourceFile;
+import org.cdclab.glue.Unsupported;
+
+/**
+ * A source of DynamicFrames: a Data Catalog table or S3 paths with a format. Files are
+ * listed by cdclab (never globbed), filtered by the run's job bookmark under the
+ * transformation_ctx, then read by Spark's readers.
+ */
+public class DataSource {
+  static final String OPEN_CSV_SERDE = "org.apache.hadoop.hive.serde2.OpenCSVSerde";
+  static final String LAZY_SIMPLE_SERDE = "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe";
+
+  private final GlueContext glue;
+  private final String what;
+  private final String ctx;
+  private final JsonOptions connection;
+  private final List<String> paths;
+  private final boolean recurse;
+  private final StructType catalogSchema; // null: the reader's own schema
+  private String format;
+  private JsonOptions formatOptions;
+
+  DataSource(GlueContext glue, String what, String ctx, JsonOptions connection, List<String> paths,
+             boolean recurse, String format, JsonOptions formatOptions, StructType catalogSchema) {
+    this.glue = glue;
+    this.what = what;
+    this.ctx = ctx == null ? "" : ctx;
+    this.connection = connection;
+    this.paths = paths;
+    this.recurse = recurse;
+    this.format = format;
+    this.formatOptions = formatOptions;
+    this.catalogSchema = catalogSchema;
+  }
+
+  static DataSource fromOptions(GlueContext glue, String connectionType, JsonOptions options,
+                                String ctx, String pushDownPredicate) {
+    String type = connectionType == null ? "" : connectionType.toLowerCase();
+    if (!List.of("s3", "file", "parquet", "orc").contains(type)) {
+      throw Unsupported.of("connection_type " + connectionType);
+    }
+    if (pushDownPredicate != null && !pushDownPredicate.isEmpty()) {
+      throw Unsupported.of("push_down_predicate on connection_type " + connectionType);
+    }
+    Formats.refuseUnsupported(options, "connection");
+    List<String> paths = options.getStringList("paths");
+    if (paths.isEmpty()) throw new IllegalArgumentException("cdclab: from_options needs paths");
+    String format = type.equals("parquet") || type.equals("orc") ? type : null;
+    return new DataSource(glue, connectionType + " " + paths, ctx, options, paths,
+        options.getBoolean("recurse", false), format, JsonOptions.empty(), null);
+  }
+
+  static DataSource fromCatalog(GlueContext glue, String database, String tableName, String ctx,
+                                String pushDownPredicate, JsonOptions additional, String catalogId) {
+    Table table = org.cdclab.glue.Catalog.getTable(database, tableName, catalogId);
+    String name = database + "." + tableName;
+    Map<String, String> params = new HashMap<>();
+    if (table.getParameters() != null) params.putAll(table.getParameters());
+    if ("ICEBERG".equalsIgnoreCase(params.get("table_type"))) {
+      throw Unsupported.of("from_catalog on the Iceberg table " + name);
+    }
+    if (table.getPartitionKeys() != null && !table.getPartitionKeys().isEmpty()) {
+      throw Unsupported.of("from_catalog on the partitioned table " + name);
+    }
+    if (pushDownPredicate != null && !pushDownPredicate.isEmpty()) {
+      throw Unsupported.of("push_down_predicate on the unpartitioned table " + name);
+    }
+    Formats.refuseUnsupported(additional, "additional_options");
+    StorageDescriptor sd = table.getStorageDescriptor();
+    if (sd == null || sd.getLocation() == null || sd.getLocation().isEmpty()) {
+      throw new IllegalStateException("cdclab: catalog table " + name + " has no Location");
+    }
+    if (sd.getParameters() != null) params.putAll(sd.getParameters());
+    Map<String, String> serde = sd.getSerdeInfo() == null || sd.getSerdeInfo().getParameters() == null
+        ? Map.of() : sd.getSerdeInfo().getParameters();
+    String lib = sd.getSerdeInfo() == null ? "" : String.valueOf(sd.getSerdeInfo().getSerializationLibrary());
+    String format = catalogFormat(name, lib, params.getOrDefault("classification", ""));
+    Map<String, Object> fo = new HashMap<>();
+    if (format.equals("csv")) {
+      String skip = params.getOrDefault("skip.header.line.count", "0");
+      if (!skip.equals("0") && !skip.equals("1")) {
+        throw Unsupported.of("skip.header.line.count=" + skip + " on " + name);
+      }
+      fo.put("withHeader", skip.equals("1"));
+      fo.put("separator", serde.getOrDefault("separatorChar",
+          serde.getOrDefault("field.delim", serde.getOrDefault("serialization.format", ","))));
+      if (serde.containsKey("quoteChar")) fo.put("quoteChar", serde.get("quoteChar"));
+      // How Glue maps OpenCSVSerde's escapeChar is not public (docs/glue-fidelity.md); cdclab
+      // reads RFC 4180 (a doubled quote inside quotes is one quote), what DMS writes. The
+      // escaper applies only when set as a format option (additional_options "escaper").
+      fo.put("multiLine", true); // DMS and OpenCSV quote embedded newlines
+    }
+    JsonOptions formatOptions = new JsonOptions(fo).merge(additional);
+    return new DataSource(glue, "catalog table " + name, ctx, additional, List.of(sd.getLocation()),
+        true, format, formatOptions, schema(sd.getColumns()));
+  }
+
+  static String catalogFormat(String table, String serdeLib, String classification) {
+    String lib = serdeLib.toLowerCase();
+    if (serdeLib.equals(OPEN_CSV_SERDE) || serdeLib.equals(LAZY_SIMPLE_SERDE)) return "csv";
+    if (lib.contains("json")) return "json";
+    if (lib.contains("parquet")) return "parquet";
+    if (lib.contains("orc")) return "orc";
+    if (lib.contains("avro")) return "avro";
+    if (!classification.isEmpty()) return Formats.normalize(classification);
+    throw Unsupported.of("SerDe " + serdeLib + " of " + table);
+  }
+
+  /** The catalog's columns as Spark types (Hive names: int, bigint, decimal(p,s), ...). */
+  static StructType schema(List<com.amazonaws.services.glue.model.Column> columns) {
+    List<StructField> fields = new ArrayList<>();
+    for (com.amazonaws.services.glue.model.Column c : columns == null
+        ? List.<com.amazonaws.services.glue.model.Column>of() : columns) {
+      fields.add(DataTypes.createStructField(c.getName(), hiveType(c.getType()), true));
+    }
+    return DataTypes.createStructType(fields);
+  }
+
+  static DataType hiveType(String type) {
+    String t = type == null ? "string" : type.trim().toLowerCase();
+    if (t.startsWith("varchar") || t.startsWith("char")) return DataTypes.StringType;
+    try {
+      return DataType.fromDDL(t);
+    } catch (RuntimeException e) {
+      throw Unsupported.of("catalog column type " + type);
+    }
+  }
+
+  public void setFormat(String format, JsonOptions options) {
+    this.format = Formats.normalize(format);
+    Formats.refuseUnsupported(options, "format_options");
+    this.formatOptions = this.formatOptions.merge(options);
+  }
+
+  public DynamicFrame getDynamicFrame() {
+    return DynamicFrame.apply(getDataFrame(), glue);
+  }
+
+  public DynamicFrame getDynamicFrame(int minPartitions, int targetPartitions) {
+    return getDynamicFrame();
+  }
+
+  public DynamicFrame getSampleDynamicFrame(int num, JsonOptions options) {
+    throw Unsupported.of("create_sample_dynamic_frame");
+  }
+
+  public Dataset<Row> getDataFrame() {
+    if (format == null) throw new IllegalArgumentException("cdclab: no format for " + what);
+    SparkSession spark = glue.sparkSession();
+    List<SourceFile> listed = Listing.list(paths, recurse, spark.sparkContext().hadoopConfiguration());
+    JobRun run = JobRun.current();
+    List<SourceFile> files = run == null ? listed : run.select(ctx, listed,
+        connection.getLong("maxBand", BookmarkState.DEFAULT_MAX_BAND_MS),
+        connection.getLong("maxFilesInBand", BookmarkState.DEFAULT_MAX_FILES_IN_BAND));
+    String fileColumn = option("attachFilename");
+    String timeColumn = option("attachTimestamp");
+    Dataset<Row> df;
+    if (files.isEmpty()) {
+      StructType empty = catalogSchema != null ? catalogSchema : new StructType();
+      df = spark.createDataFrame(new ArrayList<Row>(), empty);
+      if (fileColumn != null) df = df.withColumn(fileColumn, functions.lit(null).cast("string"));
+      if (timeColumn != null) df = df.withColumn(timeColumn, functions.lit(null).cast("long"));
+      return df;
+    }
+    String[] literal = files.stream().map(f -> Listing.literal(f.path())).toArray(String[]::new);
+    var reader = spark.read().format(format).options(Formats.readerOptions(format, formatOptions));
+    if (catalogSchema != null && format.equals("csv")) {
+      // CSV columns are positional strings; the catalog types are applied after (Spark cast).
+      List<StructField> strings = new ArrayList<>();
+      for (StructField f : catalogSchema.fields()) {
+        strings.add(DataTypes.createStructField(f.name(), DataTypes.StringType, true));
+      }
+      df = reader.schema(DataTypes.createStructType(strings)).load(literal);
+    } else if (catalogSchema != null) {
+      df = reader.schema(catalogSchema).load(literal);
+    } else {
+      df = reader.load(literal);
+    }
+    if (fileColumn != null || timeColumn != null) {
+      HashMap<String, String> pathOf = new HashMap<>();
+      HashMap<String, Long> timeOf = new HashMap<>();
+      for (SourceFile f : files) {
+        pathOf.put(f.sparkUri(), f.path());
+        timeOf.put(f.sparkUri(), f.modifiedMs());
+      }
+      Column uri = functions.input_file_name();
+      if (fileColumn != null) {
+        df = df.withColumn(fileColumn, functions.udf((UDF1<String, String>) pathOf::get,
+            DataTypes.StringType).apply(uri));
+      }
+      if (timeColumn != null) {
+        df = df.withColumn(timeColumn, functions.udf((UDF1<String, Long>) timeOf::get,
+            DataTypes.LongType).apply(uri));
+      }
+    }
+    if (catalogSchema != null && format.equals("csv")) {
+      List<Column> cols = new ArrayList<>();
+      for (StructField f : catalogSchema.fields()) {
+        cols.add(functions.col("`" + f.name().replace("`", "``") + "`").cast(f.dataType()).alias(f.name()));
+      }
+      if (fileColumn != null) cols.add(functions.col(fileColumn));
+      if (timeColumn != null) cols.add(functions.col(timeColumn));
+      df = df.select(cols.toArray(new Column[0]));
+    }
+    return df;
+  }
+
+  private String option(String key) {
+    String v = formatOptions.getString(key, connection.getString(key, null));
+    return v == null || v.isEmpty() ? null : v;
+  }
+}

@@ -1,0 +1,290 @@
+package com.amazonaws.services.glue;
+
+import com.amazonaws.services.glue.errors.CallSite;
+import com.amazonaws.services.glue.util.JsonOptions;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.spark.sql.Column;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SaveMode;
+import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.StructType;
+import org.cdclab.glue.FieldPath;
+import org.cdclab.glue.GlueSchema;
+import org.cdclab.glue.Unsupported;
+import scala.Option;
+import scala.collection.JavaConverters;
+import scala.collection.Seq;
+
+/**
+ * A DynamicFrame over a Spark DataFrame. Locally every field has one type (Spark's), so there
+ * are no ChoiceTypes and no error records: errorsCount() is 0 and resolveChoice's make_cols,
+ * make_struct and match_catalog leave single-typed fields unchanged.
+ */
+public class DynamicFrame {
+  private final Dataset<Row> df;
+  private final GlueContext glue;
+
+  public DynamicFrame(Dataset<Row> df, GlueContext glue) {
+    this.df = df;
+    this.glue = glue;
+  }
+
+  public static DynamicFrame apply(Dataset<Row> df, GlueContext glue) {
+    return new DynamicFrame(df, glue);
+  }
+
+  public static DynamicFrame emptyDynamicFrame(GlueContext glue) {
+    return new DynamicFrame(glue.sparkSession().emptyDataFrame(), glue);
+  }
+
+  public Dataset<Row> df() {
+    return df;
+  }
+
+  private DynamicFrame with(Dataset<Row> next) {
+    return new DynamicFrame(next, glue);
+  }
+
+  private static <T> List<T> list(Seq<T> seq) {
+    return seq == null ? List.of() : JavaConverters.seqAsJavaList(seq);
+  }
+
+  public Dataset<Row> toDF(Seq<ResolveSpec> specs) {
+    return resolve(df, list(specs));
+  }
+
+  public long count() {
+    return df.count();
+  }
+
+  public GlueSchema schema() {
+    return new GlueSchema(df.schema());
+  }
+
+  /** show(): each record as JSON, like Glue's DynamicFrame.show. */
+  public String showString(int numRows) {
+    StringBuilder sb = new StringBuilder();
+    for (String line : df.toJSON().takeAsList(numRows)) sb.append(line).append('\n');
+    return sb.toString();
+  }
+
+  public int getNumPartitions() {
+    return df.rdd().getNumPartitions();
+  }
+
+  public long errorsCount() {
+    return 0L;
+  }
+
+  public long stageErrorsCount() {
+    return 0L;
+  }
+
+  public void assertErrorThreshold() {}
+
+  public DynamicFrame errorsAsDynamicFrame() {
+    return emptyDynamicFrame(glue);
+  }
+
+  public DynamicFrame dropFields(Seq<String> paths, String ctx, CallSite cs, long t1, long t2) {
+    Dataset<Row> out = df;
+    for (String path : list(paths)) {
+      List<String> seg = FieldPath.split(path);
+      if (seg.size() == 1) {
+        out = out.drop(out.col(FieldPath.sparkName(seg)));
+      } else {
+        String top = seg.get(0);
+        String rest = FieldPath.sparkName(seg.subList(1, seg.size()));
+        out = out.withColumn(top, out.col(FieldPath.sparkName(seg.subList(0, 1))).dropFields(
+            toSeq(List.of(rest.replace("`", "")))));
+      }
+    }
+    return with(out);
+  }
+
+  public DynamicFrame selectFields(Seq<String> paths, String ctx, CallSite cs, long t1, long t2) {
+    List<Column> cols = new ArrayList<>();
+    for (String path : list(paths)) {
+      List<String> seg = FieldPath.split(path);
+      if (seg.size() != 1) throw Unsupported.of("select_fields on a nested path (" + path + ")");
+      if (has(df.schema(), seg.get(0))) cols.add(df.col(FieldPath.sparkName(seg)));
+    }
+    return with(df.select(cols.toArray(new Column[0])));
+  }
+
+  public DynamicFrame renameField(String oldName, String newName, String ctx, CallSite cs, long t1,
+                                  long t2) {
+    List<String> from = FieldPath.split(oldName);
+    List<String> to = FieldPath.split(newName);
+    if (from.size() == 1 && to.size() == 1) {
+      return with(df.withColumnRenamed(from.get(0), to.get(0)));
+    }
+    throw Unsupported.of("rename_field on a nested path (" + oldName + " -> " + newName + ")");
+  }
+
+  public DynamicFrame applyMapping(Seq<MappingSpec> mappings, boolean caseSensitive, String ctx,
+                                   CallSite cs, long t1, long t2) {
+    List<Column> cols = new ArrayList<>();
+    List<String> targets = new ArrayList<>();
+    for (MappingSpec m : list(mappings)) {
+      List<String> target = FieldPath.split(m.targetPath);
+      if (target.size() != 1) {
+        throw Unsupported.of("apply_mapping to a nested target (" + m.targetPath + ")");
+      }
+      if (targets.contains(target.get(0))) {
+        throw Unsupported.of("apply_mapping with two mappings to " + m.targetPath);
+      }
+      List<String> source = FieldPath.split(m.sourcePath);
+      if (!resolves(source)) continue; // a field no record has: no output field, as on Glue
+      targets.add(target.get(0));
+      cols.add(df.col(FieldPath.sparkName(source)).cast(FieldPath.type(m.targetType))
+          .alias(target.get(0)));
+    }
+    return with(df.select(cols.toArray(new Column[0])));
+  }
+
+  public DynamicFrame resolveChoice(Seq<ResolveSpec> specs, Option<String> choice,
+                                    Option<String> database, Option<String> tableName, String ctx,
+                                    CallSite cs, long t1, long t2, Option<String> catalogId) {
+    Dataset<Row> out = resolve(df, list(specs));
+    if (choice.isDefined()) {
+      String action = choice.get();
+      if (action.startsWith("cast:") || action.startsWith("project:")) {
+        String type = action.substring(action.indexOf(':') + 1);
+        for (String name : out.columns()) {
+          out = out.withColumn(name, out.col("`" + name.replace("`", "``") + "`")
+              .cast(FieldPath.type(type)));
+        }
+      } else if (!List.of("make_cols", "make_struct", "match_catalog").contains(action)) {
+        throw Unsupported.of("resolveChoice choice " + action);
+      }
+    }
+    return with(out);
+  }
+
+  private static Dataset<Row> resolve(Dataset<Row> in, List<ResolveSpec> specs) {
+    Dataset<Row> out = in;
+    for (ResolveSpec s : specs) {
+      List<String> seg = FieldPath.split(s.path);
+      String action = s.action;
+      if (action.startsWith("cast:") || action.startsWith("project:")) {
+        if (seg.size() != 1) throw Unsupported.of("resolveChoice on a nested path (" + s.path + ")");
+        String type = action.substring(action.indexOf(':') + 1);
+        if (has(out.schema(), seg.get(0))) {
+          out = out.withColumn(seg.get(0), out.col(FieldPath.sparkName(seg)).cast(FieldPath.type(type)));
+        }
+      } else if (!List.of("make_cols", "make_struct", "match_catalog", "KeepAsStruct")
+          .contains(action)) {
+        throw Unsupported.of("resolveChoice action " + action);
+      }
+    }
+    return out;
+  }
+
+  public DynamicFrame union(DynamicFrame other, String ctx, CallSite cs, long t1, long t2) {
+    return with(df.unionByName(other.df, true));
+  }
+
+  public DynamicFrame repartition(int n, String ctx, CallSite cs, long t1, long t2) {
+    return with(df.repartition(n));
+  }
+
+  public DynamicFrame coalesce(int n, boolean shuffle, String ctx, CallSite cs, long t1, long t2) {
+    return with(shuffle ? df.repartition(n) : df.coalesce(n));
+  }
+
+  public DynamicFrame join(Seq<String> keys1, Seq<String> keys2, DynamicFrame other, String ctx,
+                           CallSite cs, long t1, long t2) {
+    List<String> a = list(keys1);
+    List<String> b = list(keys2);
+    if (a.size() != b.size() || a.isEmpty()) {
+      throw new IllegalArgumentException("cdclab: join needs the same number of keys on both sides");
+    }
+    Column cond = null;
+    for (int i = 0; i < a.size(); i++) {
+      Column eq = df.col(FieldPath.sparkName(FieldPath.split(a.get(i))))
+          .equalTo(other.df.col(FieldPath.sparkName(FieldPath.split(b.get(i)))));
+      cond = cond == null ? eq : cond.and(eq);
+    }
+    return with(df.join(other.df, cond, "inner"));
+  }
+
+  /** spigot: a sample of the records as JSON under path (topk, default 100; prob). */
+  public DynamicFrame spigot(String path, JsonOptions options, String ctx, CallSite cs, long t1,
+                             long t2) {
+    Dataset<Row> sample = df;
+    if (options.contains("prob")) {
+      sample = sample.sample(Double.parseDouble(options.getString("prob", "1")));
+    }
+    sample.limit((int) options.getLong("topk", 100)).write().mode(SaveMode.Overwrite).json(path);
+    return this;
+  }
+
+  // --- not implemented locally: a named error ---------------------------------------------
+  public Object javaToPython() {
+    throw Unsupported.of("DynamicFrame.map/filter/mapPartitions (Python record functions)");
+  }
+
+  public static DynamicFrame fromPythonRDD(Object a, Object b, Object c, Object d, Object e,
+                                           Object f, Object g, Object h) {
+    throw Unsupported.of("DynamicFrame.map/filter/mapPartitions (Python record functions)");
+  }
+
+  public DynamicFrame pyWithFrameSchema(String schema) {
+    throw Unsupported.of("DynamicFrame.with_frame_schema");
+  }
+
+  public Object splitFields(Object a, Object b, Object c, Object d, Object e) {
+    throw Unsupported.of("DynamicFrame.split_fields");
+  }
+
+  public Object splitRows(Object a, Object b, Object c, Object d, Object e, Object f, Object g) {
+    throw Unsupported.of("DynamicFrame.split_rows");
+  }
+
+  public Object unbox(Object a, Object b, Object c, Object d, Object e, Object f, Object g) {
+    throw Unsupported.of("DynamicFrame.unbox");
+  }
+
+  public Object unnest(Object a, Object b, Object c, Object d) {
+    throw Unsupported.of("DynamicFrame.unnest");
+  }
+
+  public Object unnestDDBJson(Object a, Object b, Object c, Object d) {
+    throw Unsupported.of("DynamicFrame.unnest_ddb_json");
+  }
+
+  public Object simplifyDDBJson() {
+    throw Unsupported.of("DynamicFrame.simplify_ddb_json");
+  }
+
+  public Object relationalize(Object a, Object b, Object c, Object d, Object e, Object f,
+                              Object g) {
+    throw Unsupported.of("DynamicFrame.relationalize");
+  }
+
+  public Object mergeDynamicFrames(Object a, Object b, Object c, Object d, Object e, Object f,
+                                   Object g) {
+    throw Unsupported.of("DynamicFrame.mergeDynamicFrame");
+  }
+
+  private boolean resolves(List<String> segments) {
+    try {
+      df.col(FieldPath.sparkName(segments));
+      return true;
+    } catch (Exception e) { // AnalysisException: no such field
+      return false;
+    }
+  }
+
+  private static boolean has(StructType schema, String name) {
+    for (String f : schema.fieldNames()) if (f.equalsIgnoreCase(name)) return true;
+    return false;
+  }
+
+  private static Seq<String> toSeq(List<String> items) {
+    return JavaConverters.asScalaBuffer(items).toSeq();
+  }
+}

@@ -1,0 +1,70 @@
+package org.cdclab.glue;
+
+import com.amazonaws.services.glue.util.JsonOptions;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/** Glue's format names and format_options, mapped onto Spark's readers and writers. */
+public final class Formats {
+  /** Options that change what is read and that cdclab does not implement: refused by name. */
+  static final Set<String> UNSUPPORTED_READ = Set.of(
+      "jsonPath", "exclusions", "boundedFiles", "boundedSize", "manifestFilePath",
+      "skipFirst", "rowTag", "withSchema");
+
+  private Formats() {}
+
+  public static String normalize(String format) {
+    String f = format == null ? "" : format.toLowerCase();
+    return switch (f) {
+      case "glueparquet" -> "parquet";
+      case "csv", "json", "parquet", "orc", "avro" -> f;
+      default -> throw Unsupported.of("format " + format);
+    };
+  }
+
+  public static void refuseUnsupported(JsonOptions options, String where) {
+    for (String key : options.asMap().keySet()) {
+      if (UNSUPPORTED_READ.contains(key)) throw Unsupported.of(where + " option " + key);
+    }
+  }
+
+  /** Spark reader options for a Glue format and its format_options. */
+  public static Map<String, String> readerOptions(String format, JsonOptions o) {
+    Map<String, String> out = new LinkedHashMap<>();
+    switch (format) {
+      case "csv" -> {
+        String quote = o.getString("quoteChar", "\"");
+        out.put("sep", o.getString("separator", ","));
+        // Glue's quoteChar -1 turns quoting off; Spark's is the NUL character.
+        out.put("quote", "-1".equals(quote) ? "\u0000" : quote);
+        // Without an escaper a doubled quote inside quotes is one quote (RFC 4180).
+        out.put("escape", o.getString("escaper", "-1".equals(quote) ? "\\" : quote));
+        out.put("header", String.valueOf(o.getBoolean("withHeader", false)));
+        out.put("multiLine", String.valueOf(o.getBoolean("multiLine", false)));
+        out.put("mode", "PERMISSIVE");
+      }
+      case "json" -> out.put("multiLine", String.valueOf(o.getBoolean("multiLine", false)));
+      default -> { }
+    }
+    return out;
+  }
+
+  public static Map<String, String> writerOptions(String format, JsonOptions o) {
+    Map<String, String> out = new LinkedHashMap<>();
+    if (format.equals("csv")) {
+      out.put("sep", o.getString("separator", ","));
+      out.put("quote", o.getString("quoteChar", "\""));
+      out.put("escape", o.getString("quoteChar", "\""));
+      out.put("header", String.valueOf(o.getBoolean("writeHeader", true)));
+    }
+    String compression = o.getString("compression", null);
+    if (compression != null) out.put("compression", compression);
+    return out;
+  }
+
+  public static List<String> partitionKeys(JsonOptions connection) {
+    return connection.getStringList("partitionKeys");
+  }
+}

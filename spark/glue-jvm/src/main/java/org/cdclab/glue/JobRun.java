@@ -1,0 +1,93 @@
+package org.cdclab.glue;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The bookmark side of one job run (Job.init .. Job.commit): which files each
+ * transformation_ctx reads, and the state committed at the end. One per py4j thread, so
+ * concurrent runs in one driver never share it.
+ */
+public final class JobRun {
+  public static final String ENABLE = "job-bookmark-enable";
+  public static final String DISABLE = "job-bookmark-disable";
+  public static final String PAUSE = "job-bookmark-pause";
+
+  private static final InheritableThreadLocal<JobRun> CURRENT = new InheritableThreadLocal<>();
+
+  private final String jobName;
+  private final String runId;
+  private final String option;
+  private final String fromRun;
+  private final String toRun;
+  private final BookmarkStore store;
+  private final long startMs;
+  private final Map<String, BookmarkState> pending = new LinkedHashMap<>();
+  private boolean committed;
+
+  public JobRun(String jobName, String runId, String option, String fromRun, String toRun,
+                Path stateDir, long startMs) {
+    if (!List.of(ENABLE, DISABLE, PAUSE).contains(option)) {
+      throw new IllegalArgumentException("cdclab: --job-bookmark-option " + option
+          + " is not one of " + ENABLE + ", " + DISABLE + ", " + PAUSE);
+    }
+    if (!option.equals(DISABLE) && stateDir == null) {
+      throw new IllegalStateException("cdclab: job bookmarks need a state directory"
+          + " (spark.cdclab.stateDir or CDCLAB_STATE_DIR)");
+    }
+    this.jobName = jobName;
+    this.runId = runId;
+    this.option = option;
+    this.fromRun = fromRun;
+    this.toRun = toRun;
+    this.store = stateDir == null ? null : new BookmarkStore(stateDir, jobName);
+    this.startMs = startMs;
+  }
+
+  public static JobRun current() {
+    return CURRENT.get();
+  }
+
+  public static void start(JobRun run) {
+    CURRENT.set(run);
+  }
+
+  public static void clear() {
+    CURRENT.remove();
+  }
+
+  public String jobName() {
+    return jobName;
+  }
+
+  public String runId() {
+    return runId;
+  }
+
+  public String option() {
+    return option;
+  }
+
+  /** The files of {@code ctx} this run reads, per the bookmark option. */
+  public synchronized List<SourceFile> select(String ctx, List<SourceFile> listed, long maxBandMs,
+                                              long maxFilesInBand) {
+    if (ctx == null || ctx.isEmpty() || option.equals(DISABLE)) return new ArrayList<>(listed);
+    if (option.equals(PAUSE) && fromRun != null && toRun != null) {
+      return BookmarkState.range(listed, store.afterRun(fromRun, ctx), store.afterRun(toRun, ctx));
+    }
+    BookmarkState state = pending.containsKey(ctx) ? pending.get(ctx) : store.context(ctx);
+    List<SourceFile> chosen = state.select(listed, startMs, maxBandMs, maxFilesInBand);
+    if (option.equals(ENABLE)) pending.put(ctx, state.advance(chosen, startMs, maxBandMs));
+    return chosen;
+  }
+
+  /** job.commit(): only job-bookmark-enable saves; a second commit does nothing. */
+  public synchronized void commit() {
+    if (committed) return;
+    committed = true;
+    if (option.equals(ENABLE)) store.commit(runId, pending);
+  }
+}

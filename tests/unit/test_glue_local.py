@@ -1,0 +1,138 @@
+"""AWS's getResolvedOptions on the shipped job, the bookmark API side, the local Data
+Catalog API and the Spark session conf (no Spark, no servers)."""
+
+from __future__ import annotations
+
+import ast
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from awsglue.utils import GlueArgumentError, getResolvedOptions
+from cdclab import settings
+from cdclab.catalog_tables import bronze_table_input, database_input
+from glue_local import bookmarks
+from glue_local.catalog_api import OPERATIONS
+from glue_local.errors import GlueError
+from glue_local.runner import script_argv
+
+JOBS = sorted((settings.REPO_ROOT / "jobs").glob("*.py"))
+
+
+def resolved_option_lists(path) -> list[list[str]]:
+    """The literal option lists a script passes to getResolvedOptions."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "getResolvedOptions"
+                and len(node.args) == 2 and isinstance(node.args[1], ast.List)):
+            if all(isinstance(e, ast.Constant) for e in node.args[1].elts):
+                out.append([e.value for e in node.args[1].elts])
+        # the job's optional_arg(name) calls getResolvedOptions(sys.argv, [name])
+        if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "optional_arg"
+                and node.args and isinstance(node.args[0], ast.Constant)):
+            out.append([node.args[0].value])
+    return out
+
+
+@pytest.mark.parametrize("job", JOBS, ids=lambda p: p.name)
+def test_shipped_jobs_parse_glue_argv_with_awss_parser(job) -> None:
+    """AWS's parser reserves JOB_RUN_ID etc. and raises "conflicting option string" when a
+    script names one; every call of the shipped job works on Glue's own argv."""
+    lists = resolved_option_lists(job)
+    assert lists, f"{job.name} never calls getResolvedOptions with a literal list"
+    args = {f"--{n}": "x" for names in lists for n in names if n != "JOB_NAME"}
+    argv = script_argv(str(job), "j", "jr_1", {**args, "--job-bookmark-option":
+                                                "job-bookmark-enable"})
+    for names in lists:
+        resolved = getResolvedOptions(argv, names)
+        assert resolved["JOB_RUN_ID"] == "jr_1"  # reserved: always resolved
+        assert resolved["job_bookmark_option"] == "job-bookmark-enable"
+
+
+def test_awss_parser_rejects_reserved_names_and_missing_arguments() -> None:
+    with pytest.raises(Exception, match="conflicting option string"):
+        getResolvedOptions(["s.py", "--JOB_RUN_ID", "r"], ["JOB_RUN_ID"])
+    with pytest.raises(GlueArgumentError, match="--silver_table"):
+        getResolvedOptions(["s.py", "--JOB_NAME", "j"], ["JOB_NAME", "silver_table"])
+
+
+def state_with_history(tmp_path) -> None:
+    contexts = {f"jr_{i}": {"ctx": {"cutoff_ms": i, "band": {}}} for i in (1, 2)}
+    state = {**bookmarks.empty("job"), "version": 2, "run": 2, "run_id": "jr_2",
+             "previous_run_id": "jr_1", "contexts": contexts["jr_2"],
+             "history": [{"run_id": r, "contexts": c} for r, c in contexts.items()]}
+    path = bookmarks.bookmark_path(tmp_path, "job")
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(state))
+
+
+def test_get_reset_rewind_and_delete_bookmarks(tmp_path) -> None:
+    assert bookmarks.get_bookmark(tmp_path, "job")["Version"] == 0
+    state_with_history(tmp_path)
+    entry = bookmarks.get_bookmark(tmp_path, "job")
+    assert (entry["RunId"], entry["PreviousRunId"], entry["Run"]) == ("jr_2", "jr_1", 2)
+    bookmarks.reset_bookmark(tmp_path, "job", "jr_1")  # rewind
+    rewound = bookmarks.load(tmp_path, "job")
+    assert rewound["contexts"]["ctx"]["cutoff_ms"] == 1 and len(rewound["history"]) == 1
+    with pytest.raises(GlueError, match="EntityNotFoundException"):
+        bookmarks.reset_bookmark(tmp_path, "job", "jr_9")
+    bookmarks.reset_bookmark(tmp_path, "job")
+    assert bookmarks.get_bookmark(tmp_path, "job")["Version"] == 0
+    state_with_history(tmp_path)
+    bookmarks.delete_bookmark(tmp_path, "job")
+    assert not bookmarks.bookmark_path(tmp_path, "job").exists()
+
+
+def test_catalog_api_round_trip_and_glue_errors(tmp_path) -> None:
+    ctx = SimpleNamespace(state_dir=tmp_path)
+    ops = OPERATIONS
+    ops["CreateDatabase"](ctx, {"DatabaseInput": database_input()})
+    with pytest.raises(GlueError) as e:
+        ops["CreateDatabase"](ctx, {"DatabaseInput": database_input()})
+    assert e.value.code == "AlreadyExistsException"
+    ops["CreateTable"](ctx, {"DatabaseName": "airbnb", "TableInput": bronze_table_input()})
+    table = ops["GetTable"](ctx, {"DatabaseName": "airbnb", "Name": "hosts_bronze"})["Table"]
+    assert table["StorageDescriptor"]["Location"].startswith("s3://")
+    updated = {**bronze_table_input(), "Description": "v2"}
+    ops["UpdateTable"](ctx, {"DatabaseName": "airbnb", "TableInput": updated})
+    [listed] = ops["GetTables"](ctx, {"DatabaseName": "AIRBNB"})["TableList"]
+    assert listed["Description"] == "v2" and listed["CreateTime"] == table["CreateTime"]
+    assert (tmp_path / "glue/catalog/airbnb/tables/hosts_bronze.json").exists()
+    ops["DeleteTable"](ctx, {"DatabaseName": "airbnb", "Name": "hosts_bronze"})
+    with pytest.raises(GlueError) as e:
+        ops["GetTable"](ctx, {"DatabaseName": "airbnb", "Name": "hosts_bronze"})
+    assert e.value.code == "EntityNotFoundException"
+    assert [d["Name"] for d in ops["GetDatabases"](ctx, {})["DatabaseList"]] == ["airbnb"]
+    ops["DeleteDatabase"](ctx, {"Name": "airbnb"})
+    with pytest.raises(GlueError, match="EntityNotFoundException"):
+        ops["GetDatabase"](ctx, {"Name": "airbnb"})
+
+
+def test_session_conf_local_and_aws(tmp_path, monkeypatch) -> None:
+    from glue_local import spark_session
+
+    from glue_local import glue_jvm
+
+    monkeypatch.setattr(spark_session.settings, "spark_jars", lambda: [tmp_path / "a.jar"])
+    monkeypatch.setattr(glue_jvm, "jar_path", lambda: tmp_path / "glue.jar")
+    (tmp_path / "a.jar").write_text("")
+    (tmp_path / "glue.jar").write_text("")
+    env = {"CDCLAB_STATE_DIR": str(tmp_path), "AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9",
+           "CDCLAB_CATALOG_URI": "http://127.0.0.1:8", "AWS_ACCESS_KEY_ID": "k",
+           "AWS_SECRET_ACCESS_KEY": "s"}
+    local = spark_session.session_conf(env, master="local[1]")
+    assert local["spark.jars"] == f"{tmp_path / 'a.jar'},{tmp_path / 'glue.jar'}"
+    assert local["spark.cdclab.stateDir"] == str(tmp_path)
+    assert local["spark.ui.enabled"] == "false" and local["spark.sql.shuffle.partitions"] == "2"
+    assert local["spark.sql.catalog.job_catalog.uri"] == "http://127.0.0.1:8"
+    assert local["spark.sql.warehouse.dir"].startswith(str(tmp_path))
+    assert local["spark.driver.bindAddress"] == local["spark.driver.host"] == "127.0.0.1"
+    cluster = spark_session.session_conf({**env, "CDCLAB_SPARK_MASTER": "spark://m:7077"})
+    assert cluster["spark.master"] == "spark://m:7077" and "spark.driver.host" not in cluster
+    aws = spark_session.session_conf({"CDCLAB_PROFILE": "aws", "CDCLAB_STATE_DIR": "/s"})
+    assert aws["spark.sql.catalog.job_catalog.catalog-impl"].endswith("GlueCatalog")
+    assert "spark.hadoop.fs.s3a.endpoint" not in aws
+    (tmp_path / "a.jar").unlink()
+    with pytest.raises(FileNotFoundError, match="a.jar"):
+        spark_session.session_conf(env)
