@@ -1,9 +1,11 @@
-"""Glue job bookmarks: which bronze files each (job, transformation_ctx) has processed.
+"""Glue job bookmarks, the API side: GetJobBookmark, ResetJobBookmark (with RunId: rewind).
 
-State is one JSON file per job under $CDCLAB_STATE_DIR/glue/bookmarks/<job>.json. The
-awsglue shim reads it when a bookmarked source is read and writes it only at
-`job.commit()`; the Glue API's GetJobBookmark/ResetJobBookmark call get/reset here.
-File-level, like Glue's S3 bookmarks: a file is identified by key + ETag + size.
+The state is one JSON file per job under $CDCLAB_STATE_DIR/glue/bookmarks/<job>.json,
+written by the JVM side of awsglue (spark/glue-jvm: org.cdclab.glue.BookmarkStore) at
+`job.commit()`. Per transformation_ctx, as Glue's S3 bookmarks: every object modified at or
+before `cutoff_ms` is processed, and objects modified after it are listed in `band` with
+their modification times. `history` keeps the state after each committed run (bounded),
+which rewinds and job-bookmark-pause ranges use.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import threading
 from pathlib import Path
 
 from cdclab.atomic import write_json
+from glue_local.errors import not_found
 
 ENABLE = "job-bookmark-enable"
 DISABLE = "job-bookmark-disable"
@@ -22,12 +25,15 @@ OPTIONS = (ENABLE, DISABLE, PAUSE)
 
 _lock = threading.Lock()
 
-FileId = dict[str, object]  # {"etag": str, "size": int}
-
 
 def bookmark_path(state_dir: Path | str, job_name: str) -> Path:
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", job_name)
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", job_name)  # as BookmarkStore.java
     return Path(state_dir) / "glue" / "bookmarks" / f"{safe}.json"
+
+
+def empty(job_name: str) -> dict:
+    return {"job": job_name, "version": 0, "run": 0, "attempt": 0, "run_id": None,
+            "previous_run_id": None, "contexts": {}, "history": []}
 
 
 def load(state_dir: Path | str, job_name: str) -> dict:
@@ -35,41 +41,9 @@ def load(state_dir: Path | str, job_name: str) -> dict:
     try:
         return json.loads(path.read_text())
     except FileNotFoundError:
-        return {"job": job_name, "version": 0, "run": 0, "run_id": None,
-                "previous_run_id": None, "contexts": {}}
+        return empty(job_name)
     except json.JSONDecodeError as e:
         raise RuntimeError(f"job bookmark file {path} is corrupt: {e}") from e
-
-
-def processed_files(state_dir: Path | str, job_name: str, ctx: str) -> dict[str, FileId]:
-    """key -> {"etag", "size"} of the files already processed under transformation_ctx."""
-    return dict(load(state_dir, job_name)["contexts"].get(ctx, {}).get("files", {}))
-
-
-def is_processed(done: dict[str, FileId], key: str, etag: str, size: int) -> bool:
-    seen = done.get(key)
-    return seen is not None and seen.get("etag") == etag and seen.get("size") == size
-
-
-def commit(
-    state_dir: Path | str, job_name: str, run_id: str | None, read: dict[str, dict[str, FileId]]
-) -> dict:
-    """Add the files read in this run (per transformation_ctx) and save atomically."""
-    with _lock:
-        state = load(state_dir, job_name)
-        for ctx, files in read.items():
-            entry = state["contexts"].setdefault(ctx, {"files": {}})
-            entry["files"].update(files)
-        state["previous_run_id"] = state.get("run_id")
-        state["run_id"] = run_id
-        state["run"] = int(state.get("run", 0)) + 1
-        state["version"] = int(state.get("version", 0)) + 1
-        _save(bookmark_path(state_dir, job_name), state)
-        return state
-
-
-def _save(path: Path, state: dict) -> None:
-    write_json(path, state, sort_keys=True)  # readers never see a half-written file
 
 
 def get_bookmark(state_dir: Path | str, job_name: str) -> dict:
@@ -79,7 +53,7 @@ def get_bookmark(state_dir: Path | str, job_name: str) -> dict:
         "JobName": job_name,
         "Version": state["version"],
         "Run": state["run"],
-        "Attempt": 0,
+        "Attempt": state.get("attempt", 0),
         "PreviousRunId": state.get("previous_run_id") or "",
         "RunId": state.get("run_id") or "",
         "JobBookmark": json.dumps(state["contexts"], sort_keys=True),
@@ -87,6 +61,27 @@ def get_bookmark(state_dir: Path | str, job_name: str) -> dict:
 
 
 def reset_bookmark(state_dir: Path | str, job_name: str, run_id: str | None = None) -> None:
-    """Forget every processed file, so the next run reads the whole source again."""
+    """Without a run id: forget everything (the next run reads the whole source again).
+    With one: rewind to the state right after that run committed; later runs' input is
+    read again."""
+    with _lock:
+        path = bookmark_path(state_dir, job_name)
+        if not run_id:
+            path.unlink(missing_ok=True)
+            return
+        state = load(state_dir, job_name)
+        history = state.get("history", [])
+        index = next((i for i, h in enumerate(history) if h.get("run_id") == run_id), None)
+        if index is None:
+            raise not_found(f"Run {run_id} is not in the bookmark history of job {job_name}")
+        state["contexts"] = history[index]["contexts"]
+        state["history"] = history[: index + 1]
+        state["previous_run_id"], state["run_id"] = state.get("run_id"), run_id
+        state["version"] = int(state.get("version", 0)) + 1
+        write_json(path, state, sort_keys=True)
+
+
+def delete_bookmark(state_dir: Path | str, job_name: str) -> None:
+    """DeleteJob deletes the job's bookmark too (a job recreated under the name starts clean)."""
     with _lock:
         bookmark_path(state_dir, job_name).unlink(missing_ok=True)

@@ -233,6 +233,7 @@ def delete_job(ctx, req: dict) -> dict:
     if not name:
         raise GlueError("InvalidInputException", "JobName is required")
     ctx.jobs.delete_job(name)  # idempotent, as in Glue
+    _bookmarks().delete_bookmark(ctx.state_dir, name)  # Glue deletes the bookmark with the job
     return {"JobName": name}
 
 
@@ -295,7 +296,7 @@ def get_job_bookmark(ctx, req: dict) -> dict:
 def reset_job_bookmark(ctx, req: dict) -> dict:
     name = ctx.jobs.require_job(req.get("JobName"))["Name"]
     bm = _bookmarks()
-    bm.reset_bookmark(ctx.state_dir, name)
+    bm.reset_bookmark(ctx.state_dir, name, req.get("RunId"))
     return {"JobBookmarkEntry": bm.get_bookmark(ctx.state_dir, name)}
 
 

@@ -9,7 +9,7 @@ Spark is built lazily: only a script that imports pyspark or awsglue gets the se
 built before the script starts (so its `SparkContext.getOrCreate()` /
 `SparkSession.builder.getOrCreate()` return the warm, Iceberg-configured one). Scripts
 that never touch Spark (tests' sleeping jobs) run without a JVM. `--warm` builds the
-session at start-up. `spark_session()` is the hook the awsglue package may call.
+session at start-up. The scripts import AWS's own `awsglue`; its JVM side is spark/glue-jvm.
 """
 
 from __future__ import annotations
@@ -38,6 +38,10 @@ log = logging.getLogger("glue_local.runner")
 
 METRICS_PREFIX = "CDCLAB_METRICS "
 RESERVED_ARGS = ("--JOB_NAME", "--JOB_ID", "--JOB_RUN_ID")
+JOB_BOOKMARK_DISABLE = "job-bookmark-disable"
+# Spark local properties read by spark/glue-jvm (org.cdclab.glue.RunContext)
+LOCAL_RUN_ID = "cdclab.glue.runId"
+LOCAL_BOOKMARK_OPTION = "cdclab.glue.bookmarkOption"
 _SPARK_IMPORT = re.compile(r"^\s*(from|import)\s+(pyspark|awsglue)\b", re.MULTILINE)
 
 _active_runner: Runner | None = None
@@ -106,7 +110,50 @@ class _Tee(io.TextIOBase):
             self.file.flush()
 
 
+def bookmark_option(arguments: Mapping[str, str]) -> str:
+    """The run's --job-bookmark-option (Glue's default: disabled)."""
+    return str(arguments.get("--job-bookmark-option") or JOB_BOOKMARK_DISABLE)
+
+
 # --- I/O ----------------------------------------------------------------------------
+@contextlib.contextmanager
+def run_context(spark, run: Mapping):
+    """While a run executes on this thread: the JVM side of awsglue learns the run id and
+    bookmark option (Spark local properties are per thread), and `SparkContext()` returns
+    the warm context instead of failing ("Cannot run multiple SparkContexts at once"), as
+    a script's first SparkContext() does on Glue. Undone afterwards, the bookmark state too.
+    """
+    if spark is None:
+        yield
+        return
+    from pyspark import SparkContext
+
+    sc = spark.sparkContext
+    sc.setLocalProperty(LOCAL_RUN_ID, run["Id"])
+    sc.setLocalProperty(LOCAL_BOOKMARK_OPTION, bookmark_option(run["Arguments"]))
+    had_new = "__new__" in SparkContext.__dict__
+    orig_init = SparkContext.__init__
+
+    def reuse_new(cls, *args, **kwargs):
+        return sc if cls is SparkContext else object.__new__(cls)
+
+    def reuse_init(self, *args, **kwargs):
+        if self is not sc:
+            orig_init(self, *args, **kwargs)
+
+    SparkContext.__new__, SparkContext.__init__ = reuse_new, reuse_init
+    try:
+        yield
+    finally:
+        SparkContext.__init__ = orig_init
+        if not had_new:
+            del SparkContext.__new__
+        with contextlib.suppress(Exception):
+            sc._jvm.org.cdclab.glue.JobRun.clear()
+        sc.setLocalProperty(LOCAL_RUN_ID, None)
+        sc.setLocalProperty(LOCAL_BOOKMARK_OPTION, None)
+
+
 def resolve_script(location: str, work_dir: Path) -> Path:
     if location.startswith("s3://"):
         import boto3
@@ -285,11 +332,10 @@ class Runner:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         work = self.state_dir / "glue" / "scripts" / run["Id"]
         script = resolve_script(job["Command"]["ScriptLocation"], work)
-        if needs_spark(script.read_text(errors="replace")):
-            self.session()
+        spark = self.session() if needs_spark(script.read_text(errors="replace")) else None
         argv = script_argv(str(script), job["Name"], run["Id"], run["Arguments"])
         saved = sys.argv, sys.stdout, sys.stderr, list(sys.path)
-        with open(log_path, "a", encoding="utf-8") as out:
+        with open(log_path, "a", encoding="utf-8") as out, run_context(spark, run):
             sys.stdout, sys.stderr = _Tee(saved[1], out), _Tee(saved[2], out)
             sys.argv = argv
             sys.path.insert(0, str(script.parent))

@@ -17,7 +17,9 @@ def session_conf(
 ) -> dict[str, str]:
     """All Spark settings for the session (pure: unit-testable without a JVM)."""
     state = Path(env.get(settings.ENV_STATE_DIR, settings.state_dir())) / "spark"
-    jars = settings.spark_jars()
+    from glue_local import glue_jvm
+
+    jars = [*settings.spark_jars(), glue_jvm.jar_path()]
     missing = [str(j) for j in jars if not j.exists()]
     if missing:
         raise FileNotFoundError(
@@ -41,6 +43,8 @@ def session_conf(
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.warehouse.dir": str(state / "warehouse"),
+        # job bookmarks (spark/glue-jvm) live under the state dir, next to the Glue API's
+        "spark.cdclab.stateDir": str(state.parent),
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={state / 'derby'}",
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
@@ -66,6 +70,9 @@ def build_session(
     for key in (settings.ENV_ACCESS_KEY, settings.ENV_SECRET_KEY):
         if env.get(key):
             os.environ[key] = env[key]
+    from glue_local import glue_jvm
+
+    glue_jvm.build()  # the JVM side of awsglue, once per source version
     builder = SparkSession.builder
     for key, value in session_conf(env, app_name, master, extra_conf).items():
         builder = builder.config(key, value)
