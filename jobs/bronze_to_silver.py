@@ -1,8 +1,9 @@
 """Glue job: DMS CSV changes (bronze, Glue Data Catalog) -> MERGE INTO Iceberg silver.
 
 Runs unchanged on AWS Glue 5.1 (--datalake-formats iceberg, catalog settings as --conf)
-and locally through the `awsglue` compatibility package. Deployed alone: it must not
-import cdclab. The merge rules are those of cdclab/merge_model.py:
+and locally, where it imports AWS's own `awsglue` (AWSGlueDataplanePython) over cdclab's
+JVM side. Deployed alone: it must not import cdclab. The merge rules are those of
+cdclab/merge_model.py:
 
 - malformed rows go to the quarantine table (file, record number, reason, raw fields);
 - per id only the change with the greatest change_seq counts (never the timestamp);
@@ -33,6 +34,9 @@ INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 LOCATION_SPLIT = r",[ \t\n\x0B\f\r]*"
 MAX_LOGGED_BAD_ROWS = 200
 MAX_FILES_BEFORE_COMPACTION = 48  # data + delete files of a table
+# Glue's attachFilename: each row's source file, the documented way (input_file_name()
+# is empty for grouped, non-FileSplit reads).
+SOURCE_FILE_COLUMN = "_cdclab_source_file"
 
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"')
 _UNQUOTED = re.compile(r'[^,"\r\n]*')
@@ -237,9 +241,31 @@ def ensure_tables(spark, silver: str, tombstones: str, quarantine: str) -> None:
     spark.sql(QUARANTINE_DDL.format(table=quarantine))
 
 
+class UnaccountedRowsError(RuntimeError):
+    """Rows were read whose file is unknown: committing the bookmark could lose them."""
+
+
+def input_files(bronze_df, file_column: str = SOURCE_FILE_COLUMN) -> list[str]:
+    """The files this run read, from Glue's attachFilename column. Fails (before
+    job.commit() can advance the bookmark) if any row lacks its file name, or rows were
+    read but no file recorded: never a silent skip."""
+    from pyspark.sql import functions as F
+
+    totals = bronze_df.agg(F.count(F.lit(1)).alias("rows"),
+                           F.count(file_column).alias("named")).first()
+    files = sorted(r[0] for r in bronze_df.select(file_column).distinct().collect()
+                   if r[0] is not None)
+    if totals["rows"] != totals["named"] or (totals["rows"] and not files):
+        raise UnaccountedRowsError(
+            f"{totals['rows'] - totals['named']} of {totals['rows']} bronze rows have no "
+            f"{file_column}: refusing to commit the job bookmark")
+    return files
+
+
 def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id: str,
         compact_after: int = MAX_FILES_BEFORE_COMPACTION) -> dict:
-    """Everything after the bronze read; returns the metrics."""
+    """Everything after the bronze read (`bronze_df` carries SOURCE_FILE_COLUMN, Glue's
+    attachFilename); returns the metrics."""
     from pyspark.sql import functions as F
     from pyspark.sql.window import Window
 
@@ -247,9 +273,7 @@ def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id:
     spark.conf.set("spark.sql.session.timeZone", "UTC")  # DMS timestamps are UTC
     ensure_tables(spark, silver, tombstones, quarantine)
     phases.done("ensure tables")
-    files = sorted(
-        r[0] for r in bronze_df.select(F.input_file_name()).distinct().collect() if r[0]
-    )
+    files = input_files(bronze_df)
     phases.done("list new files", f"{len(files)} files")
     metrics: dict = {"run_id": run_id, "files": len(files), "rows_read": 0, "quarantined": 0}
     if not files:
@@ -399,17 +423,18 @@ def optional_arg(name: str) -> str | None:
 
 
 def main() -> None:
-    from pyspark.context import SparkContext
-
     from awsglue.context import GlueContext
     from awsglue.job import Job
     from awsglue.utils import getResolvedOptions
+    from pyspark.context import SparkContext
 
+    # JOB_RUN_ID is one of Glue's reserved arguments: getResolvedOptions always resolves
+    # it (None when absent) and naming it in the list raises "conflicting option string".
     args = getResolvedOptions(sys.argv, [
         "JOB_NAME", "bronze_database", "bronze_table", "silver_table", "tombstone_table",
         "quarantine_table",
     ])
-    run_id = optional_arg("JOB_RUN_ID") or f"manual-{uuid.uuid4()}"
+    run_id = args.get("JOB_RUN_ID") or f"manual-{uuid.uuid4()}"
     compact_after = int(optional_arg("compact_after_files") or MAX_FILES_BEFORE_COMPACTION)
     sc = SparkContext.getOrCreate()
     glueContext = GlueContext(sc)
@@ -421,6 +446,7 @@ def main() -> None:
         database=args["bronze_database"],
         table_name=args["bronze_table"],
         transformation_ctx="hostsIncrementalInputDF",
+        additional_options={"attachFilename": SOURCE_FILE_COLUMN},
     ).toDF()
     metrics = run(spark, bronze, args["silver_table"], args["tombstone_table"],
                   args["quarantine_table"], run_id, compact_after)
