@@ -8,8 +8,8 @@ import json
 from types import SimpleNamespace
 
 import pytest
-
 from awsglue.utils import GlueArgumentError, getResolvedOptions
+
 from cdclab import settings
 from cdclab.catalog_tables import bronze_table_input, database_input
 from glue_local import bookmarks
@@ -25,9 +25,9 @@ def resolved_option_lists(path) -> list[list[str]]:
     out = []
     for node in ast.walk(ast.parse(path.read_text())):
         if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "getResolvedOptions"
-                and len(node.args) == 2 and isinstance(node.args[1], ast.List)):
-            if all(isinstance(e, ast.Constant) for e in node.args[1].elts):
-                out.append([e.value for e in node.args[1].elts])
+                and len(node.args) == 2 and isinstance(node.args[1], ast.List)
+                and all(isinstance(e, ast.Constant) for e in node.args[1].elts)):
+            out.append([e.value for e in node.args[1].elts])
         # the job's optional_arg(name) calls getResolvedOptions(sys.argv, [name])
         if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "optional_arg"
                 and node.args and isinstance(node.args[0], ast.Constant)):
@@ -63,7 +63,7 @@ def state_with_history(tmp_path) -> None:
              "previous_run_id": "jr_1", "contexts": contexts["jr_2"],
              "history": [{"run_id": r, "contexts": c} for r, c in contexts.items()]}
     path = bookmarks.bookmark_path(tmp_path, "job")
-    path.parent.mkdir(parents=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(state))
 
 
@@ -110,9 +110,7 @@ def test_catalog_api_round_trip_and_glue_errors(tmp_path) -> None:
 
 
 def test_session_conf_local_and_aws(tmp_path, monkeypatch) -> None:
-    from glue_local import spark_session
-
-    from glue_local import glue_jvm
+    from glue_local import glue_jvm, spark_session
 
     monkeypatch.setattr(spark_session.settings, "spark_jars", lambda: [tmp_path / "a.jar"])
     monkeypatch.setattr(glue_jvm, "jar_path", lambda: tmp_path / "glue.jar")
