@@ -131,23 +131,18 @@ def run_context(spark, run: Mapping):
     sc = spark.sparkContext
     sc.setLocalProperty(LOCAL_RUN_ID, run["Id"])
     sc.setLocalProperty(LOCAL_BOOKMARK_OPTION, bookmark_option(run["Arguments"]))
-    had_new = "__new__" in SparkContext.__dict__
     orig_init = SparkContext.__init__
 
-    def reuse_new(cls, *args, **kwargs):
-        return sc if cls is SparkContext else object.__new__(cls)
+    def share_warm_context(self, *args, **kwargs):
+        # a view of the warm context (same JVM SparkContext, gateway, conf); patching
+        # __new__ instead cannot be undone cleanly in CPython (tp_new stays patched)
+        self.__dict__.update(sc.__dict__)
 
-    def reuse_init(self, *args, **kwargs):
-        if self is not sc:
-            orig_init(self, *args, **kwargs)
-
-    SparkContext.__new__, SparkContext.__init__ = reuse_new, reuse_init
+    SparkContext.__init__ = share_warm_context
     try:
         yield
     finally:
         SparkContext.__init__ = orig_init
-        if not had_new:
-            del SparkContext.__new__
         with contextlib.suppress(Exception):
             sc._jvm.org.cdclab.glue.JobRun.clear()
         sc.setLocalProperty(LOCAL_RUN_ID, None)

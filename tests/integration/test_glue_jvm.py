@@ -19,10 +19,13 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def spark(tmp_path_factory):
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     from glue_local import glue_jvm
 
+    if SparkContext._active_spark_context is not None:  # another test's, without our jar
+        SparkContext._active_spark_context.stop()
     state = tmp_path_factory.mktemp("state")
     builder = (SparkSession.builder.master("local[1]").appName("glue-jvm-test")
                .config("spark.jars", str(glue_jvm.build()))
@@ -191,8 +194,11 @@ def test_spark_context_constructor_in_a_run_returns_the_warm_context(spark) -> N
 
     from glue_local.runner import run_context
 
-    with run_context(spark, {"Id": "jr_x", "Arguments": {}}):
-        assert SparkContext() is spark.sparkContext
-        assert spark.sparkContext.getLocalProperty("cdclab.glue.runId") == "jr_x"
-    assert spark.sparkContext.getLocalProperty("cdclab.glue.runId") is None
-    assert "__new__" not in SparkContext.__dict__
+    for run_id in ("jr_x", "jr_y"):  # twice: the patch is undone and redone cleanly
+        with run_context(spark, {"Id": run_id, "Arguments": {}}):
+            sc = SparkContext()
+            assert sc._jsc is spark.sparkContext._jsc
+            assert SparkContext.getOrCreate() is spark.sparkContext
+            assert spark.sparkContext.getLocalProperty("cdclab.glue.runId") == run_id
+        assert spark.sparkContext.getLocalProperty("cdclab.glue.runId") is None
+    assert SparkContext.__init__.__name__ == "__init__"
