@@ -249,16 +249,13 @@ def input_files(bronze_df, file_column: str = SOURCE_FILE_COLUMN) -> list[str]:
     """The files this run read, from Glue's attachFilename column. Fails (before
     job.commit() can advance the bookmark) if any row lacks its file name, or rows were
     read but no file recorded: never a silent skip."""
-    from pyspark.sql import functions as F
-
-    totals = bronze_df.agg(F.count(F.lit(1)).alias("rows"),
-                           F.count(file_column).alias("named")).first()
-    files = sorted(r[0] for r in bronze_df.select(file_column).distinct().collect()
-                   if r[0] is not None)
-    if totals["rows"] != totals["named"] or (totals["rows"] and not files):
+    per_file = {r[0]: r[1] for r in bronze_df.groupBy(file_column).count().collect()}
+    unnamed, rows = per_file.pop(None, 0), sum(per_file.values())
+    files = sorted(per_file)
+    if unnamed or (rows and not files):
         raise UnaccountedRowsError(
-            f"{totals['rows'] - totals['named']} of {totals['rows']} bronze rows have no "
-            f"{file_column}: refusing to commit the job bookmark")
+            f"{unnamed} of {rows + unnamed} bronze rows have no {file_column}: "
+            f"refusing to commit the job bookmark")
     return files
 
 

@@ -31,9 +31,7 @@ def source_digest(root: Path = SOURCE_DIR) -> str:
     h = hashlib.sha256()
     for f in source_files(root):
         h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
-    v = settings.versions()
-    h.update(f"{v['SPARK_VERSION']} {v['HADOOP_AWS_VERSION']} {v['AWS_JAVA_SDK_BUNDLE_VERSION']}"
-             .encode())
+    h.update(" ".join(maven_properties()).encode())  # the pins it is compiled against
     return h.hexdigest()[:16]
 
 

@@ -31,14 +31,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from cdclab import settings
-from glue_local import jobs_api
+from glue_local import bookmarks, jobs_api
 from glue_local.errors import GlueError
 
 log = logging.getLogger("glue_local.runner")
 
 METRICS_PREFIX = "CDCLAB_METRICS "
 RESERVED_ARGS = ("--JOB_NAME", "--JOB_ID", "--JOB_RUN_ID")
-JOB_BOOKMARK_DISABLE = "job-bookmark-disable"
 # Spark local properties read by spark/glue-jvm (org.cdclab.glue.RunContext)
 LOCAL_RUN_ID = "cdclab.glue.runId"
 LOCAL_BOOKMARK_OPTION = "cdclab.glue.bookmarkOption"
@@ -112,7 +111,7 @@ class _Tee(io.TextIOBase):
 
 def bookmark_option(arguments: Mapping[str, str]) -> str:
     """The run's --job-bookmark-option (Glue's default: disabled)."""
-    return str(arguments.get("--job-bookmark-option") or JOB_BOOKMARK_DISABLE)
+    return str(arguments.get("--job-bookmark-option") or bookmarks.DISABLE)
 
 
 # --- I/O ----------------------------------------------------------------------------

@@ -24,6 +24,18 @@ public final class Formats {
     };
   }
 
+  /**
+   * The format an S3 connection type implies ("parquet" and "orc" are connection types to
+   * awsglue), else null; any other connection type is refused ({@code use} names the call).
+   */
+  public static String s3ConnectionFormat(String connectionType, String use) {
+    String type = connectionType == null ? "" : connectionType.toLowerCase();
+    if (!List.of("s3", "file", "parquet", "orc").contains(type)) {
+      throw Unsupported.of(use + connectionType);
+    }
+    return type.equals("parquet") || type.equals("orc") ? type : null;
+  }
+
   public static void refuseUnsupported(JsonOptions options, String where) {
     for (String key : options.asMap().keySet()) {
       if (UNSUPPORTED_READ.contains(key)) throw Unsupported.of(where + " option " + key);

@@ -1,13 +1,12 @@
 package com.amazonaws.services.glue;
 
-import com.amazonaws.services.glue.model.StorageDescriptor;
-import com.amazonaws.services.glue.model.Table;
 import com.amazonaws.services.glue.util.JsonOptions;
 import java.util.List;
 import org.apache.spark.sql.DataFrameWriter;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SaveMode;
+import org.cdclab.glue.CatalogTable;
 import org.cdclab.glue.Formats;
 import org.cdclab.glue.Unsupported;
 
@@ -27,35 +26,19 @@ public class DataSink {
   }
 
   static DataSink forOptions(GlueContext glue, String connectionType, JsonOptions options) {
-    String type = connectionType == null ? "" : connectionType.toLowerCase();
-    if (!List.of("s3", "file", "parquet", "orc").contains(type)) {
-      throw Unsupported.of("write to connection_type " + connectionType);
-    }
+    String format = Formats.s3ConnectionFormat(connectionType, "write to connection_type ");
     String path = options.getString("path", null);
     if (path == null || path.isEmpty()) {
       throw new IllegalArgumentException("cdclab: an S3 sink needs connection_options path");
     }
-    String format = type.equals("parquet") || type.equals("orc") ? type : null;
     return new DataSink(glue, options, path, format);
   }
 
   static DataSink forCatalog(GlueContext glue, String database, String tableName,
                              JsonOptions additional, String catalogId) {
-    Table table = org.cdclab.glue.Catalog.getTable(database, tableName, catalogId);
-    String name = database + "." + tableName;
-    if (table.getParameters() != null
-        && "ICEBERG".equalsIgnoreCase(table.getParameters().get("table_type"))) {
-      throw Unsupported.of("write_dynamic_frame.from_catalog to the Iceberg table " + name);
-    }
-    if (table.getPartitionKeys() != null && !table.getPartitionKeys().isEmpty()) {
-      throw Unsupported.of("write_dynamic_frame.from_catalog to the partitioned table " + name);
-    }
-    StorageDescriptor sd = table.getStorageDescriptor();
-    String lib = sd.getSerdeInfo() == null ? "" : String.valueOf(sd.getSerdeInfo().getSerializationLibrary());
-    String classification = table.getParameters() == null ? ""
-        : table.getParameters().getOrDefault("classification", "");
-    DataSink sink = new DataSink(glue, additional, sd.getLocation(),
-        DataSource.catalogFormat(name, lib, classification));
+    CatalogTable table = CatalogTable.resolve(database, tableName, catalogId,
+        "write_dynamic_frame.from_catalog to");
+    DataSink sink = new DataSink(glue, additional, table.location(), table.format());
     if (sink.format.equals("csv")) {
       sink.formatOptions = new JsonOptions(java.util.Map.of("writeHeader", false));
     }

@@ -1,7 +1,5 @@
 package com.amazonaws.services.glue;
 
-import com.amazonaws.services.glue.model.StorageDescriptor;
-import com.amazonaws.services.glue.model.Table;
 import com.amazonaws.services.glue.util.JsonOptions;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -18,6 +16,7 @@ import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.cdclab.glue.BookmarkState;
+import org.cdclab.glue.CatalogTable;
 import org.cdclab.glue.Formats;
 import org.cdclab.glue.JobRun;
 import org.cdclab.glue.Listing;
@@ -30,9 +29,6 @@ import org.cdclab.glue.Unsupported;
  * transformation_ctx, then read by Spark's readers.
  */
 public class DataSource {
-  static final String OPEN_CSV_SERDE = "org.apache.hadoop.hive.serde2.OpenCSVSerde";
-  static final String LAZY_SIMPLE_SERDE = "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe";
-
   private final GlueContext glue;
   private final String what;
   private final String ctx;
@@ -58,51 +54,30 @@ public class DataSource {
 
   static DataSource fromOptions(GlueContext glue, String connectionType, JsonOptions options,
                                 String ctx, String pushDownPredicate) {
-    String type = connectionType == null ? "" : connectionType.toLowerCase();
-    if (!List.of("s3", "file", "parquet", "orc").contains(type)) {
-      throw Unsupported.of("connection_type " + connectionType);
-    }
+    String format = Formats.s3ConnectionFormat(connectionType, "connection_type ");
     if (pushDownPredicate != null && !pushDownPredicate.isEmpty()) {
       throw Unsupported.of("push_down_predicate on connection_type " + connectionType);
     }
     Formats.refuseUnsupported(options, "connection");
     List<String> paths = options.getStringList("paths");
     if (paths.isEmpty()) throw new IllegalArgumentException("cdclab: from_options needs paths");
-    String format = type.equals("parquet") || type.equals("orc") ? type : null;
     return new DataSource(glue, connectionType + " " + paths, ctx, options, paths,
         options.getBoolean("recurse", false), format, JsonOptions.empty(), null);
   }
 
   static DataSource fromCatalog(GlueContext glue, String database, String tableName, String ctx,
                                 String pushDownPredicate, JsonOptions additional, String catalogId) {
-    Table table = org.cdclab.glue.Catalog.getTable(database, tableName, catalogId);
-    String name = database + "." + tableName;
-    Map<String, String> params = new HashMap<>();
-    if (table.getParameters() != null) params.putAll(table.getParameters());
-    if ("ICEBERG".equalsIgnoreCase(params.get("table_type"))) {
-      throw Unsupported.of("from_catalog on the Iceberg table " + name);
-    }
-    if (table.getPartitionKeys() != null && !table.getPartitionKeys().isEmpty()) {
-      throw Unsupported.of("from_catalog on the partitioned table " + name);
-    }
+    CatalogTable table = CatalogTable.resolve(database, tableName, catalogId, "from_catalog on");
     if (pushDownPredicate != null && !pushDownPredicate.isEmpty()) {
-      throw Unsupported.of("push_down_predicate on the unpartitioned table " + name);
+      throw Unsupported.of("push_down_predicate on the unpartitioned table " + table.name());
     }
     Formats.refuseUnsupported(additional, "additional_options");
-    StorageDescriptor sd = table.getStorageDescriptor();
-    if (sd == null || sd.getLocation() == null || sd.getLocation().isEmpty()) {
-      throw new IllegalStateException("cdclab: catalog table " + name + " has no Location");
-    }
-    if (sd.getParameters() != null) params.putAll(sd.getParameters());
-    Map<String, String> serde = sd.getSerdeInfo() == null || sd.getSerdeInfo().getParameters() == null
-        ? Map.of() : sd.getSerdeInfo().getParameters();
-    String lib = sd.getSerdeInfo() == null ? "" : String.valueOf(sd.getSerdeInfo().getSerializationLibrary());
-    String format = catalogFormat(name, lib, params.getOrDefault("classification", ""));
+    Map<String, String> serde = table.serde();
     Map<String, Object> fo = new HashMap<>();
-    if (format.equals("csv")) {
-      String skip = params.getOrDefault("skip.header.line.count", "0");
+    if (table.format().equals("csv")) {
+      String skip = table.params().getOrDefault("skip.header.line.count", "0");
       if (!skip.equals("0") && !skip.equals("1")) {
-        throw Unsupported.of("skip.header.line.count=" + skip + " on " + name);
+        throw Unsupported.of("skip.header.line.count=" + skip + " on " + table.name());
       }
       fo.put("withHeader", skip.equals("1"));
       fo.put("separator", serde.getOrDefault("separatorChar",
@@ -114,19 +89,8 @@ public class DataSource {
       fo.put("multiLine", true); // DMS and OpenCSV quote embedded newlines
     }
     JsonOptions formatOptions = new JsonOptions(fo).merge(additional);
-    return new DataSource(glue, "catalog table " + name, ctx, additional, List.of(sd.getLocation()),
-        true, format, formatOptions, schema(sd.getColumns()));
-  }
-
-  static String catalogFormat(String table, String serdeLib, String classification) {
-    String lib = serdeLib.toLowerCase();
-    if (serdeLib.equals(OPEN_CSV_SERDE) || serdeLib.equals(LAZY_SIMPLE_SERDE)) return "csv";
-    if (lib.contains("json")) return "json";
-    if (lib.contains("parquet")) return "parquet";
-    if (lib.contains("orc")) return "orc";
-    if (lib.contains("avro")) return "avro";
-    if (!classification.isEmpty()) return Formats.normalize(classification);
-    throw Unsupported.of("SerDe " + serdeLib + " of " + table);
+    return new DataSource(glue, "catalog table " + table.name(), ctx, additional,
+        List.of(table.location()), true, table.format(), formatOptions, schema(table.columns()));
   }
 
   /** The catalog's columns as Spark types (Hive names: int, bigint, decimal(p,s), ...). */
