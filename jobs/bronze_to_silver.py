@@ -16,12 +16,9 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import sys
 import time
 import uuid
-from collections.abc import Iterator
-from datetime import date, datetime
 
 BRONZE_COLUMNS = (
     "op", "last_updated_ts", "id", "url", "name", "since", "location",
@@ -38,12 +35,11 @@ MAX_FILES_BEFORE_COMPACTION = 48  # data + delete files of a table
 # is empty for grouped, non-FileSplit reads).
 SOURCE_FILE_COLUMN = "_cdclab_source_file"
 
-_QUOTED = re.compile(r'"((?:[^"]|"")*)"')
-_UNQUOTED = re.compile(r'[^,"\r\n]*')
-_TS = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?")
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_INT = re.compile(r"[+-]?\d{1,10}")
-_SEQ = re.compile(r"\d{35}")
+# Java regexes (rlike) for the text forms DMS writes.
+TS_PATTERN = r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?$"
+DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
+INT_PATTERN = r"^[+-]?\d{1,10}$"
+SEQ_PATTERN = r"^\d{35}$"
 
 # DDL: the documentation copies live in jobs/ddl/*.sql.
 SILVER_DDL = """CREATE TABLE IF NOT EXISTS {table} (
@@ -66,115 +62,71 @@ USING iceberg
 TBLPROPERTIES ('format-version'='2', 'write.format.default'='parquet')"""
 
 
-# --- pure parsing and validation (no Spark) -----------------------------------------
-def parse_csv(text: str) -> Iterator[tuple[int, int, list[str | None] | None, str | None, str]]:
-    """RFC 4180 records as (record_number, line_number, fields, error, raw_text).
+# --- record validation (Spark column expressions; reading is Glue's) ----------------
+def _shown(name: str):
+    """A column's value as a quarantine reason shows it: quoted, or NULL."""
+    from pyspark.sql import functions as F
 
-    An empty unquoted field is NULL (None); a quoted "" is the empty string. Quoted
-    fields may hold commas, doubled quotes and newlines. A malformed record yields
-    fields=None and the reason; parsing resumes at the next line. Numbers are 1-based.
+    return F.coalesce(F.concat(F.lit("'"), F.col(name), F.lit("'")), F.lit("NULL"))
+
+
+def _not_a(name: str, pattern: str, sql_type: str):
+    """True unless the column has the text form `pattern` and casts to `sql_type`
+    (try_cast rejects what the pattern lets through, like 2020-02-30)."""
+    from pyspark.sql import functions as F
+
+    value = F.col(name)
+    return (value.isNull() | ~value.rlike(pattern)
+            | F.expr(f"try_cast(`{name}` AS {sql_type})").isNull())
+
+
+def reason_column():
+    """Why a bronze record (named columns, BRONZE_COLUMNS) is malformed; NULL when it is
+    a valid change. The first failing check names the reason."""
+    from pyspark.sql import functions as F
+
+    return (
+        F.when(F.col("op").isNull() | ~F.col("op").isin(*OPS),
+               F.concat(F.lit("bad Op "), _shown("op")))
+        .when(_not_a("id", INT_PATTERN, "bigint")
+              | ~F.expr("try_cast(id AS bigint)").between(INT_MIN, INT_MAX),
+              F.concat(F.lit("id is not an INT: "), _shown("id")))
+        .when(F.col("change_seq").isNull() | ~F.col("change_seq").rlike(SEQ_PATTERN),
+              F.concat(F.lit("change_seq is not 35 digits: "), _shown("change_seq")))
+        .when(_not_a("last_updated_ts", TS_PATTERN, "timestamp"),
+              F.concat(F.lit("unparseable last_updated_ts "), _shown("last_updated_ts")))
+        .when(F.col("since").isNotNull() & _not_a("since", DATE_PATTERN, "date"),
+              F.concat(F.lit("unparseable since "), _shown("since")))
+    )
+
+
+def bronze_records(bronze_df, file_column: str = SOURCE_FILE_COLUMN):
+    """Glue's rows as quarantine-ready records (RECORD_COLUMNS + BRONZE_COLUMNS).
+
+    record_number counts the file's records as read, the header being record 1 (Glue's
+    readers report no line numbers: line_number is NULL). Full-load rows have no
+    $AR_H_CHANGE_SEQ (DMS leaves it empty): they come before every change, so they get
+    the lowest sequences, by record number. raw_fields is the record's fields as JSON.
     """
-    pos, n, line, record = 0, len(text), 1, 0
-    while pos < n:
-        record += 1
-        start_line, start, fields, error = line, pos, [], None
-        while True:
-            if pos < n and text[pos] == '"':
-                m = _QUOTED.match(text, pos)
-                if m is None:
-                    error, pos = "unterminated quoted field", n
-                    break
-                fields.append(m.group(1).replace('""', '"'))
-                line += m.group(0).count("\n")
-                pos = m.end()
-            else:
-                m = _UNQUOTED.match(text, pos)
-                fields.append(m.group(0) or None)
-                pos = m.end()
-            if pos >= n:
-                break
-            ch = text[pos]
-            if ch == ",":
-                pos += 1
-                continue
-            if ch == "\n" or text.startswith("\r\n", pos):
-                pos += 1 if ch == "\n" else 2
-                line += 1
-                break
-            error = "unexpected quote" if ch == '"' else "text after closing quote"
-            end = text.find("\n", pos)
-            pos = n if end < 0 else end + 1
-            line += 1 if end >= 0 else 0
-            break
-        raw = text[start:pos].rstrip("\r\n")
-        yield record, start_line, (None if error else fields), error, raw
+    from pyspark.sql import functions as F
+    from pyspark.sql.window import Window
 
-
-def validate(row: dict[str, str | None]) -> str | None:
-    """Why a bronze row is malformed, or None if it is a valid change."""
-    if row["op"] not in OPS:
-        return f"bad Op {row['op']!r}"
-    if row["id"] is None or not _INT.fullmatch(row["id"]) or not (
-        INT_MIN <= int(row["id"]) <= INT_MAX
-    ):
-        return f"id is not an INT: {row['id']!r}"
-    if row["change_seq"] is None or not _SEQ.fullmatch(row["change_seq"]):
-        return f"change_seq is not 35 digits: {row['change_seq']!r}"
-    ts = row["last_updated_ts"]
-    if ts is None or not _TS.fullmatch(ts) or not _parses(datetime.fromisoformat, ts):
-        return f"unparseable last_updated_ts {ts!r}"
-    since = row["since"]
-    if since is not None and not (_DATE.fullmatch(since) and _parses(date.fromisoformat, since)):
-        return f"unparseable since {since!r}"
-    return None
-
-
-def is_full_load_file(path: str) -> bool:
-    """DMS names full-load files LOAD00000001.csv...; CDC files are named by time."""
-    return path.rsplit("/", 1)[-1].startswith("LOAD")
-
-
-def _parses(fn, value: str) -> bool:
-    try:
-        fn(value)
-    except ValueError:
-        return False
-    return True
-
-
-def parse_file(path: str, data: bytes) -> Iterator[tuple]:
-    """Every record of one DMS file as an output tuple (see RECORD_FIELDS); header skipped."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        yield (path, 0, 0, f"file is not UTF-8: {e}", None) + (None,) * len(BRONZE_COLUMNS)
-        return
-    header: list[str] | None = None
-    header_error = None
-    for record, line, fields, error, raw in parse_csv(text):
-        if header is None and header_error is None:
-            names = [(f or "").strip().lower() for f in fields or []]
-            missing = [c for c in BRONZE_COLUMNS if c not in names]
-            if error or missing or len(set(names)) != len(names):
-                header_error = f"bad header ({error or 'missing ' + ','.join(missing)})"
-            header = names
-            continue
-        reason = header_error or error
-        values: dict[str, str | None] = {}
-        if reason is None:
-            if len(fields) != len(header):
-                reason = f"{len(fields)} columns, header has {len(header)}"
-            else:
-                values = dict(zip(header, fields, strict=True))
-                if values["change_seq"] is None and is_full_load_file(path):
-                    # AWS DMS leaves $AR_H_CHANGE_SEQ empty on full-load rows: they come
-                    # before every change, so they get the lowest sequence.
-                    values["change_seq"] = f"{FULL_LOAD_LSN}{record:015d}"
-                reason = validate(values)
-        if reason is not None:
-            yield (path, record, line, reason, raw) + (None,) * len(BRONZE_COLUMNS)
-        else:
-            yield (path, record, line, None, None) + tuple(values[c] for c in BRONZE_COLUMNS)
+    in_file = Window.partitionBy(file_column).orderBy("_read_order")
+    record_number = F.col("record_number")
+    is_load = F.regexp_extract(F.col(file_column), r"(^|/)LOAD[^/]*$", 0) != ""
+    return (
+        bronze_df.withColumn("_read_order", F.monotonically_increasing_id())
+        .withColumn("record_number", (F.row_number().over(in_file) + 1).cast("long"))
+        .withColumn("raw_fields", F.to_json(F.array(*[F.col(c) for c in BRONZE_COLUMNS])))
+        .withColumn("change_seq", F.when(
+            F.col("change_seq").isNull() & is_load,
+            F.concat(F.lit(FULL_LOAD_LSN), F.lpad(record_number.cast("string"), 15, "0")),
+        ).otherwise(F.col("change_seq")))
+        .withColumn("reason", reason_column())
+        .select(F.col(file_column).alias("source_file"), "record_number",
+                F.lit(None).cast("long").alias("line_number"), "reason", "raw_fields",
+                *BRONZE_COLUMNS)
+    )
 
 
 def percentiles(values: list[float]) -> dict[str, float | int | None]:
@@ -190,19 +142,6 @@ def percentiles(values: list[float]) -> dict[str, float | int | None]:
 
 
 # --- the Spark job --------------------------------------------------------------------
-def record_schema():
-    from pyspark.sql.types import LongType, StringType, StructField, StructType
-
-    fields = [
-        StructField("source_file", StringType()),
-        StructField("record_number", LongType()),
-        StructField("line_number", LongType()),
-        StructField("reason", StringType()),
-        StructField("raw_fields", StringType()),
-    ]
-    return StructType(fields + [StructField(c, StringType()) for c in BRONZE_COLUMNS])
-
-
 def log(message: str) -> None:
     print(f"bronze_to_silver: {message}", flush=True)
 
@@ -245,18 +184,23 @@ class UnaccountedRowsError(RuntimeError):
     """Rows were read whose file is unknown: committing the bookmark could lose them."""
 
 
-def input_files(bronze_df, file_column: str = SOURCE_FILE_COLUMN) -> list[str]:
-    """The files this run read, from Glue's attachFilename column. Fails (before
-    job.commit() can advance the bookmark) if any row lacks its file name, or rows were
-    read but no file recorded: never a silent skip."""
-    per_file = {r[0]: r[1] for r in bronze_df.groupBy(file_column).count().collect()}
-    unnamed, rows = per_file.pop(None, 0), sum(per_file.values())
+def account(records) -> tuple[list[str], int, int]:
+    """(files, rows, quarantined) of this run's records (bronze_records), in one pass.
+    The files come from Glue's attachFilename column. Fails (before job.commit() can
+    advance the bookmark) if any row lacks its file name, or rows were read but no file
+    recorded: never a silent skip."""
+    from pyspark.sql import functions as F
+
+    per_file = {r[0]: (r[1], r[2]) for r in records.groupBy("source_file").agg(
+        F.count(F.lit(1)), F.count("reason")).collect()}
+    unnamed = per_file.pop(None, (0, 0))[0]
+    rows = sum(n for n, _ in per_file.values())
     files = sorted(per_file)
     if unnamed or (rows and not files):
         raise UnaccountedRowsError(
-            f"{unnamed} of {rows + unnamed} bronze rows have no {file_column}: "
-            f"refusing to commit the job bookmark")
-    return files
+            f"{unnamed} of {rows + unnamed} bronze rows have no source file "
+            f"(Glue's attachFilename): refusing to commit the job bookmark")
+    return files, rows, sum(bad for _, bad in per_file.values())
 
 
 def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id: str,
@@ -270,24 +214,22 @@ def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id:
     spark.conf.set("spark.sql.session.timeZone", "UTC")  # DMS timestamps are UTC
     ensure_tables(spark, silver, tombstones, quarantine)
     phases.done("ensure tables")
-    files = input_files(bronze_df)
-    phases.done("list new files", f"{len(files)} files")
-    metrics: dict = {"run_id": run_id, "files": len(files), "rows_read": 0, "quarantined": 0}
+    # Read once (the bronze files are Glue's to read), numbered, validated, cached.
+    parsed = bronze_records(bronze_df).cache()
+    files, rows, quarantined = account(parsed)
+    phases.done("read and validate", f"{len(files)} files, {rows} records")
+    metrics: dict = {"run_id": run_id, "files": len(files), "rows_read": rows,
+                     "quarantined": quarantined}
     if not files:
+        parsed.unpersist()
         return metrics | {"valid": 0, "inserted": 0, "updated": 0, "deleted": 0,
                           "skipped": 0, "latency_seconds": percentiles([]),
                           "phase_seconds": phases.seconds}
 
-    rdd = spark.sparkContext.binaryFiles(",".join(files)).flatMap(lambda f: parse_file(*f))
-    parsed = spark.createDataFrame(rdd, record_schema()).cache()
     bad = parsed.where("reason IS NOT NULL")
-    totals = parsed.agg(F.count(F.lit(1)).alias("rows"), F.count("reason").alias("bad")).first()
-    metrics["rows_read"], metrics["quarantined"] = totals["rows"], totals["bad"]
-    phases.done("parse", f"{metrics['rows_read']} records")
     if metrics["quarantined"]:
         for r in bad.limit(MAX_LOGGED_BAD_ROWS).collect():
-            log(f"QUARANTINED {r.source_file} record {r.record_number} "
-                f"(line {r.line_number}): {r.reason}")
+            log(f"QUARANTINED {r.source_file} record {r.record_number}: {r.reason}")
         bad.select(
             "source_file", "record_number", "line_number", "reason", "raw_fields",
             F.lit(run_id).alias("run_id"), F.current_timestamp().alias("quarantined_at"),

@@ -12,7 +12,8 @@ settings.register_profile(
 )
 settings.load_profile("cdclab")
 
-_RESOURCES = ["stack", "minio", "iceberg_rest", "postgres"]  # stack first: launch imports it
+# stack first: launch imports it
+_RESOURCES = ["stack", "minio", "iceberg_rest", "postgres", "spark"]
 
 pytest_plugins = [
     f"tests.resources.{name}"

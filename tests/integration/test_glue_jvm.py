@@ -1,43 +1,18 @@
 """AWS's own awsglue (AWSGlueDataplanePython) over cdclab's JVM side, on a real local Spark.
 
-No servers: S3 stands in as file:// paths (the same Hadoop FileSystem code path S3A
-takes), and the bookmark state goes to a temp dir. The Data Catalog paths run in
-test_job.py against the local Glue API.
+No servers (tests/resources/spark.py): S3 stands in as file:// paths. The Data Catalog
+paths run in test_job.py against the local Glue API.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 
 import pytest
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def spark(tmp_path_factory):
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession
-
-    from glue_local import glue_jvm
-
-    if SparkContext._active_spark_context is not None:  # another test's, without our jar
-        SparkContext._active_spark_context.stop()
-    state = tmp_path_factory.mktemp("state")
-    builder = (SparkSession.builder.master("local[1]").appName("glue-jvm-test")
-               .config("spark.jars", str(glue_jvm.build()))
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.shuffle.partitions", "1")
-               .config("spark.driver.host", "127.0.0.1")
-               .config("spark.driver.bindAddress", "127.0.0.1")
-               .config("spark.cdclab.stateDir", str(state))
-               .config("spark.pyspark.python", sys.executable))
-    session = builder.getOrCreate()
-    yield session
-    session.stop()
 
 
 @pytest.fixture()

@@ -13,6 +13,19 @@ public final class Formats {
       "jsonPath", "exclusions", "boundedFiles", "boundedSize", "manifestFilePath",
       "skipFirst", "rowTag", "withSchema");
 
+  /**
+   * How Glue's CSV reader returns an unquoted empty field is not public
+   * (docs/glue-fidelity.md): "null" (default) keeps DMS's distinction, an unquoted empty
+   * field is NULL and a quoted "" the empty string; "empty" reads both as "".
+   */
+  public static final String CSV_UNQUOTED_EMPTY_CONF = "spark.cdclab.glue.csvUnquotedEmpty";
+  /**
+   * Spark's CSV reader turns a field equal to nullValue into NULL, and by default both the
+   * unquoted empty field and a quoted "" equal it. A lone NUL marks the unquoted one
+   * instead: PostgreSQL text cannot hold NUL, so no DMS value is this string.
+   */
+  static final String UNQUOTED_EMPTY_MARK = "\u0000";
+
   private Formats() {}
 
   public static String normalize(String format) {
@@ -56,6 +69,8 @@ public final class Formats {
         out.put("header", String.valueOf(o.getBoolean("withHeader", false)));
         out.put("multiLine", String.valueOf(o.getBoolean("multiLine", false)));
         out.put("mode", "PERMISSIVE");
+        out.put("nullValue", UNQUOTED_EMPTY_MARK);
+        out.put("emptyValue", "");
       }
       case "json" -> out.put("multiLine", String.valueOf(o.getBoolean("multiLine", false)));
       default -> { }

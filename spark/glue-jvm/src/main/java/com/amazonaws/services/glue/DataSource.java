@@ -180,6 +180,18 @@ public class DataSource {
             DataTypes.LongType).apply(uri));
       }
     }
+    boolean emptyNotNull = format.equals("csv")
+        && "empty".equals(spark.conf().get(Formats.CSV_UNQUOTED_EMPTY_CONF, "null"));
+    if (emptyNotNull) {
+      List<Column> cols = new ArrayList<>();
+      for (StructField f : df.schema().fields()) {
+        Column c = functions.col("`" + f.name().replace("`", "``") + "`");
+        boolean text = f.dataType().equals(DataTypes.StringType)
+            && !f.name().equals(fileColumn);
+        cols.add(text ? functions.coalesce(c, functions.lit("")).alias(f.name()) : c);
+      }
+      df = df.select(cols.toArray(new Column[0]));
+    }
     if (catalogSchema != null && format.equals("csv")) {
       List<Column> cols = new ArrayList<>();
       for (StructField f : catalogSchema.fields()) {
