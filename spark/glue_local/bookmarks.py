@@ -46,9 +46,23 @@ def load(state_dir: Path | str, job_name: str) -> dict:
         raise RuntimeError(f"job bookmark file {path} is corrupt: {e}") from e
 
 
-def get_bookmark(state_dir: Path | str, job_name: str) -> dict:
-    """Glue's JobBookmarkEntry shape (JobBookmark is a JSON string)."""
+def get_bookmark(state_dir: Path | str, job_name: str, run_id: str | None = None) -> dict:
+    """Glue's JobBookmarkEntry shape (JobBookmark is a JSON string). A job that never
+    committed a bookmark has none: EntityNotFoundException. With a run id: the state as
+    that run committed it (from the history)."""
+    if not bookmark_path(state_dir, job_name).exists():
+        raise not_found(f"Continuation for job {job_name} not found")
     state = load(state_dir, job_name)
+    if run_id:
+        entry = next((h for h in state.get("history", []) if h.get("run_id") == run_id), None)
+        if entry is None:
+            raise not_found(f"Run {run_id} is not in the bookmark history of job {job_name}")
+        state = {**state, "contexts": entry["contexts"], "run_id": run_id,
+                 "run": entry.get("run", state["run"])}
+    return bookmark_entry(job_name, state)
+
+
+def bookmark_entry(job_name: str, state: dict) -> dict:
     return {
         "JobName": job_name,
         "Version": state["version"],

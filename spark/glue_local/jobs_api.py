@@ -22,10 +22,20 @@ from cdclab.atomic import write_json
 from glue_local.errors import GlueError
 
 ACTIVE_STATES = ("STARTING", "RUNNING", "STOPPING")
-FINAL_STATES = ("SUCCEEDED", "FAILED", "STOPPED", "TIMEOUT", "ERROR")
+FINAL_STATES = ("SUCCEEDED", "FAILED", "STOPPED", "TIMEOUT", "ERROR", "EXPIRED")
+WAITING = "WAITING"
 DEFAULT_MAX_CONCURRENT_RUNS = 1
-DEFAULT_TIMEOUT_MINUTES = 2880  # Glue's default for glueetl jobs
+# Glue API model (Job.Timeout): blank means 2,880 minutes for Glue 4.0 and earlier, 480
+# for 5.0 and later; values must stay within 7 days (10,080 minutes).
+DEFAULT_TIMEOUT_MINUTES = 480
+DEFAULT_TIMEOUT_MINUTES_BEFORE_GLUE_5 = 2880
+MAX_TIMEOUT_MINUTES = 10080
+# Job run statuses page: a queued run that cannot get resources is retried for at most
+# 15 minutes, then FAILED.
+MAX_WAITING_SECONDS = 15 * 60
 METRICS_FIELD = "Metrics"  # non-standard: the job's CDCLAB_METRICS line (boto3 drops it)
+# non-standard: the arguments the script gets (JobRun.Arguments are the run's own)
+RESOLVED_ARGUMENTS_FIELD = "ResolvedArguments"
 
 
 # --- pure rules ---------------------------------------------------------------------
@@ -38,8 +48,38 @@ def new_run_id() -> str:
 
 
 def merged_arguments(job: dict, run_args: dict | None) -> dict[str, str]:
-    """Glue overlays the run's Arguments on the job's DefaultArguments."""
-    return {**job.get("DefaultArguments", {}), **(run_args or {})}
+    """What the script gets: the run's Arguments replace the job's DefaultArguments, and
+    the job's NonOverridableArguments are "not overridden when providing job arguments
+    in a job run" (Glue API model)."""
+    return {**job.get("DefaultArguments", {}), **(run_args or {}),
+            **job.get("NonOverridableArguments", {})}
+
+
+def glue_major(version: str | None) -> int:
+    try:
+        return int(str(version or "5.1").split(".")[0])
+    except ValueError:
+        raise GlueError("InvalidInputException",
+                        f"GlueVersion {version!r} is not valid") from None
+
+
+def checked_timeout(minutes, what: str) -> int | None:
+    if minutes is None:
+        return None
+    if not 1 <= int(minutes) <= MAX_TIMEOUT_MINUTES:
+        raise GlueError("InvalidInputException",
+                        f"{what} Timeout {minutes} must be 1..{MAX_TIMEOUT_MINUTES} minutes")
+    return int(minutes)
+
+
+def run_timeout(job: dict, request: dict) -> int:
+    given = checked_timeout(request.get("Timeout"), "StartJobRun")
+    if given is not None:
+        return given
+    if job.get("Timeout") is not None:
+        return int(job["Timeout"])
+    return (DEFAULT_TIMEOUT_MINUTES if glue_major(job.get("GlueVersion")) >= 5
+            else DEFAULT_TIMEOUT_MINUTES_BEFORE_GLUE_5)
 
 
 def max_concurrent_runs(job: dict) -> int:
@@ -47,29 +87,89 @@ def max_concurrent_runs(job: dict) -> int:
                                                      DEFAULT_MAX_CONCURRENT_RUNS))
 
 
-def check_concurrency(job: dict, runs: list[dict]) -> None:
+def queuing_enabled(job: dict, request: dict) -> bool:
+    """The run's JobRunQueuingEnabled wins over the job's (Glue API model); runs of jobs
+    configured to retry (MaxRetries > 0) are not queued (job run statuses page)."""
+    flag = request.get("JobRunQueuingEnabled")
+    if flag is None:
+        flag = job.get("JobRunQueuingEnabled", False)
+    return bool(flag) and not int(job.get("MaxRetries") or 0)
+
+
+def start_state(job: dict, request: dict, runs: list[dict]) -> str:
+    """STARTING if a slot is free (and no run waits before it), WAITING if the run may
+    queue, else ConcurrentRunsExceededException."""
     active = [r for r in runs if r["JobRunState"] in ACTIVE_STATES]
-    if len(active) >= max_concurrent_runs(job):
-        raise GlueError("ConcurrentRunsExceededException",
-                        f"Concurrent runs exceeded for {job['Name']}")
+    waiting = [r for r in runs if r["JobRunState"] == WAITING]
+    if len(active) < max_concurrent_runs(job) and not waiting:
+        return "STARTING"
+    if queuing_enabled(job, request):
+        return WAITING
+    raise GlueError("ConcurrentRunsExceededException",
+                    f"Concurrent runs exceeded for {job['Name']}")
 
 
-def new_run(job: dict, request: dict, now: float) -> dict:
-    return {
+def new_run(job: dict, request: dict, now: float, state: str = "STARTING") -> dict:
+    run = {
         "Id": request.get("JobRunId") or new_run_id(),
         "Attempt": 0,
         "JobName": job["Name"],
         "StartedOn": now,
         "LastModifiedOn": now,
-        "JobRunState": "STARTING",
-        "Arguments": merged_arguments(job, request.get("Arguments")),
+        "JobRunState": state,
+        "Arguments": dict(request.get("Arguments") or {}),  # as sent
+        RESOLVED_ARGUMENTS_FIELD: merged_arguments(job, request.get("Arguments")),
         "PredecessorRuns": [],
         "ExecutionTime": 0,
-        "Timeout": int(request.get("Timeout") or job.get("Timeout") or DEFAULT_TIMEOUT_MINUTES),
+        "Timeout": run_timeout(job, request),
         "WorkerType": request.get("WorkerType") or job.get("WorkerType", "G.1X"),
         "NumberOfWorkers": int(request.get("NumberOfWorkers") or job.get("NumberOfWorkers", 2)),
         "GlueVersion": job.get("GlueVersion", "5.1"),
     }
+    if request.get("JobRunQueuingEnabled") is not None or "JobRunQueuingEnabled" in job:
+        run["JobRunQueuingEnabled"] = queuing_enabled(job, request)
+    return run
+
+
+def resolved_arguments(run: dict) -> dict[str, str]:
+    """The arguments the script runs with (runs stored by older versions: Arguments)."""
+    return run.get(RESOLVED_ARGUMENTS_FIELD, run["Arguments"])
+
+
+def retry_of(job: dict, failed: dict, now: float) -> dict | None:
+    """The next attempt of a FAILED run while MaxRetries allows ("the maximum number of
+    times to retry this job after a JobRun fails"): same arguments, Attempt + 1,
+    PreviousRunId the run StartJobRun created."""
+    if failed["JobRunState"] != "FAILED" or failed["Attempt"] >= int(job.get("MaxRetries") or 0):
+        return None
+    first = failed.get("PreviousRunId") or failed["Id"]
+    attempt = failed["Attempt"] + 1
+    keep = {k: v for k, v in failed.items() if k in (
+        "JobName", "Arguments", RESOLVED_ARGUMENTS_FIELD, "Timeout", "WorkerType",
+        "NumberOfWorkers", "GlueVersion", "PredecessorRuns")}
+    return {**keep, "Id": f"{first}_attempt_{attempt}", "Attempt": attempt,
+            "PreviousRunId": first, "StartedOn": now, "LastModifiedOn": now,
+            "JobRunState": "STARTING", "ExecutionTime": 0}
+
+
+def promote_waiting(job: dict | None, runs: list[dict], now: float) -> list[dict]:
+    """Queued runs that change state now, oldest first: into free slots as STARTING;
+    after MAX_WAITING_SECONDS (or with the job deleted) FAILED."""
+    waiting = sorted((r for r in runs if r["JobRunState"] == WAITING),
+                     key=lambda r: r["StartedOn"])
+    free = 0 if job is None else max_concurrent_runs(job) - sum(
+        r["JobRunState"] in ACTIVE_STATES for r in runs)
+    changed = []
+    for run in waiting:
+        if job is not None and free > 0:
+            free -= 1
+            changed.append({**run, "JobRunState": "STARTING", "LastModifiedOn": now})
+        elif job is None or now - run["StartedOn"] >= MAX_WAITING_SECONDS:
+            changed.append(finish_run(run, "FAILED", now, error=(
+                "The job was deleted while this run was WAITING" if job is None else
+                f"The run waited {MAX_WAITING_SECONDS // 60} minutes without a free "
+                f"slot (MaxConcurrentRuns {max_concurrent_runs(job)})")))
+    return changed
 
 
 def finish_run(run: dict, state: str, now: float, error: str | None = None,
@@ -178,6 +278,23 @@ class JobStore:
                         requeue.append(fixed)
         return sorted(requeue, key=lambda r: r["StartedOn"])
 
+    def job_names_with_runs(self) -> list[str]:
+        from urllib.parse import unquote
+
+        folders = self.runs_dir.glob("*") if self.runs_dir.exists() else []
+        return sorted(unquote(f.name) for f in folders if f.is_dir())
+
+    def settle(self, job_name: str, now: float) -> list[dict]:
+        """Moves queued (WAITING) runs on (promote_waiting); returns those now STARTING,
+        for the runner to take."""
+        with self.lock:
+            if not any(r["JobRunState"] == WAITING for r in self._job_runs(job_name).values()):
+                return []
+            changed = promote_waiting(self.get_job(job_name), self.list_runs(job_name), now)
+            for run in changed:
+                self.put_run(run)
+            return [r for r in changed if r["JobRunState"] == "STARTING"]
+
 
 # --- operations: (ctx, request) -> response ---------------------------------------
 # ctx is glue_local.server.ServerContext: .state_dir, .env, .jobs (JobStore), .runner.
@@ -193,6 +310,8 @@ def _job_from_input(name: str, data: dict, created: float) -> dict:
     if not data.get("Command", {}).get("ScriptLocation"):
         raise GlueError("InvalidInputException",
                         f"Job {name}: Command.ScriptLocation is required")
+    checked_timeout(data.get("Timeout"), f"Job {name}:")
+    glue_major(data.get("GlueVersion"))
     job = {k: data[k] for k in JOB_FIELDS if k in data and k != "Tags"}
     job.setdefault("ExecutionProperty", {"MaxConcurrentRuns": DEFAULT_MAX_CONCURRENT_RUNS})
     job.update(Name=name, CreatedOn=created, LastModifiedOn=time.time())
@@ -240,10 +359,11 @@ def delete_job(ctx, req: dict) -> dict:
 def start_job_run(ctx, req: dict) -> dict:
     with ctx.jobs.lock:
         job = ctx.jobs.require_job(req.get("JobName"))
-        check_concurrency(job, ctx.jobs.list_runs(job["Name"]))
-        run = new_run(job, req, time.time())
+        state = start_state(job, req, ctx.jobs.list_runs(job["Name"]))
+        run = new_run(job, req, time.time(), state)
         ctx.jobs.put_run(run)
-    ctx.runner.submit(job["Name"], run["Id"])
+    if state == "STARTING":
+        ctx.runner.submit(job["Name"], run["Id"])
     return {"JobRunId": run["Id"]}
 
 
@@ -289,15 +409,18 @@ def _bookmarks():
 
 
 def get_job_bookmark(ctx, req: dict) -> dict:
+    """EntityNotFoundException (a documented error of GetJobBookmark) while the job has
+    no bookmark yet; with RunId, the bookmark as that run committed it."""
     name = ctx.jobs.require_job(req.get("JobName"))["Name"]
-    return {"JobBookmarkEntry": _bookmarks().get_bookmark(ctx.state_dir, name)}
+    return {"JobBookmarkEntry": _bookmarks().get_bookmark(ctx.state_dir, name,
+                                                          req.get("RunId"))}
 
 
 def reset_job_bookmark(ctx, req: dict) -> dict:
     name = ctx.jobs.require_job(req.get("JobName"))["Name"]
     bm = _bookmarks()
     bm.reset_bookmark(ctx.state_dir, name, req.get("RunId"))
-    return {"JobBookmarkEntry": bm.get_bookmark(ctx.state_dir, name)}
+    return {"JobBookmarkEntry": bm.bookmark_entry(name, bm.load(ctx.state_dir, name))}
 
 
 OPERATIONS: dict[str, Callable[[Any, dict], dict]] = {

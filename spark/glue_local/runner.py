@@ -38,6 +38,7 @@ log = logging.getLogger("glue_local.runner")
 
 METRICS_PREFIX = "CDCLAB_METRICS "
 RESERVED_ARGS = ("--JOB_NAME", "--JOB_ID", "--JOB_RUN_ID")
+SETTLE_INTERVAL_SECONDS = 2.0  # how often queued runs are looked at between runs
 # Spark local properties read by spark/glue-jvm (org.cdclab.glue.RunContext)
 LOCAL_RUN_ID = "cdclab.glue.runId"
 LOCAL_BOOKMARK_OPTION = "cdclab.glue.bookmarkOption"
@@ -129,7 +130,8 @@ def run_context(spark, run: Mapping):
 
     sc = spark.sparkContext
     sc.setLocalProperty(LOCAL_RUN_ID, run["Id"])
-    sc.setLocalProperty(LOCAL_BOOKMARK_OPTION, bookmark_option(run["Arguments"]))
+    sc.setLocalProperty(LOCAL_BOOKMARK_OPTION,
+                        bookmark_option(jobs_api.resolved_arguments(run)))
     orig_init = SparkContext.__init__
 
     def share_warm_context(self, *args, **kwargs):
@@ -227,7 +229,7 @@ class Runner:
             if run is None:
                 return GlueError("EntityNotFoundException", f"Job run {run_id} not found")
             state = run["JobRunState"]
-            if state == "STARTING":  # still queued: the worker skips it
+            if state in ("STARTING", jobs_api.WAITING):  # queued: the worker skips it
                 self.store.put_run(jobs_api.finish_run(run, "STOPPED", time.time()))
                 return None
             if state in ("RUNNING", "STOPPING") and self._current == (job_name, run_id):
@@ -253,6 +255,16 @@ class Runner:
         if self._thread is not None:
             self._thread.join(timeout)
 
+    def settle_all(self) -> None:
+        """Queued (WAITING) runs of every job: into free slots, or FAILED after waiting
+        too long."""
+        try:
+            for name in self.store.job_names_with_runs():
+                for run in self.store.settle(name, time.time()):
+                    self.submit(name, run["Id"])
+        except Exception:
+            log.exception("settling queued runs failed")
+
     # worker
     def _interrupt(self, exc: type[RunInterrupted]) -> None:
         if self._thread is not None and self._current is not None:
@@ -274,7 +286,11 @@ class Runner:
             except Exception:
                 log.exception("warm SparkSession failed; runs needing Spark will retry it")
         while True:
-            item = self._queue.get()
+            try:
+                item = self._queue.get(timeout=SETTLE_INTERVAL_SECONDS)
+            except queue.Empty:
+                self.settle_all()
+                continue
             if item is None:
                 return
             try:
@@ -318,8 +334,17 @@ class Runner:
                 text = log_path.read_text(errors="replace") if log_path.exists() else ""
                 latest = self.store.get_run(job_name, run_id) or run
                 if latest["JobRunState"] in jobs_api.ACTIVE_STATES:  # not failed by shutdown
-                    self.store.put_run(jobs_api.finish_run(
-                        latest, state, time.time(), error, parse_metrics(text)))
+                    latest = jobs_api.finish_run(latest, state, time.time(), error,
+                                                 parse_metrics(text))
+                    self.store.put_run(latest)
+                    retry = job and jobs_api.retry_of(job, latest, time.time())
+                    if retry:
+                        self.store.put_run(retry)
+                        self.submit(job_name, retry["Id"])
+                        log.info("run %s failed: attempt %d is %s", run_id,
+                                 retry["Attempt"], retry["Id"])
+                for promoted in self.store.settle(job_name, time.time()):
+                    self.submit(job_name, promoted["Id"])
             log.info("run %s of %s: %s%s", run_id, job_name, state, f" ({error})" if error else "")
 
     def _execute(self, job: dict, run: dict, log_path: Path) -> None:
@@ -327,7 +352,8 @@ class Runner:
         work = self.state_dir / "glue" / "scripts" / run["Id"]
         script = resolve_script(job["Command"]["ScriptLocation"], work)
         spark = self.session() if needs_spark(script.read_text(errors="replace")) else None
-        argv = script_argv(str(script), job["Name"], run["Id"], run["Arguments"])
+        argv = script_argv(str(script), job["Name"], run["Id"],
+                           jobs_api.resolved_arguments(run))
         saved = sys.argv, sys.stdout, sys.stderr, list(sys.path)
         with open(log_path, "a", encoding="utf-8") as out, run_context(spark, run):
             sys.stdout, sys.stderr = _Tee(saved[1], out), _Tee(saved[2], out)

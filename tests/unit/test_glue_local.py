@@ -68,17 +68,20 @@ def state_with_history(tmp_path) -> None:
 
 
 def test_get_reset_rewind_and_delete_bookmarks(tmp_path) -> None:
-    assert bookmarks.get_bookmark(tmp_path, "job")["Version"] == 0
+    with pytest.raises(GlueError, match="Continuation for job job not found"):
+        bookmarks.get_bookmark(tmp_path, "job")  # never committed: no bookmark
     state_with_history(tmp_path)
     entry = bookmarks.get_bookmark(tmp_path, "job")
     assert (entry["RunId"], entry["PreviousRunId"], entry["Run"]) == ("jr_2", "jr_1", 2)
+    as_of_1 = bookmarks.get_bookmark(tmp_path, "job", "jr_1")
+    assert as_of_1["RunId"] == "jr_1" and '"cutoff_ms": 1' in as_of_1["JobBookmark"]
     bookmarks.reset_bookmark(tmp_path, "job", "jr_1")  # rewind
     rewound = bookmarks.load(tmp_path, "job")
     assert rewound["contexts"]["ctx"]["cutoff_ms"] == 1 and len(rewound["history"]) == 1
     with pytest.raises(GlueError, match="EntityNotFoundException"):
         bookmarks.reset_bookmark(tmp_path, "job", "jr_9")
     bookmarks.reset_bookmark(tmp_path, "job")
-    assert bookmarks.get_bookmark(tmp_path, "job")["Version"] == 0
+    assert not bookmarks.bookmark_path(tmp_path, "job").exists()
     state_with_history(tmp_path)
     bookmarks.delete_bookmark(tmp_path, "job")
     assert not bookmarks.bookmark_path(tmp_path, "job").exists()

@@ -17,7 +17,7 @@ from glue_local.server import dispatch, running_server
 SLEEP_JOB = """
 import sys, time
 args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
-print("args", sorted(args))
+print("args", sorted(args), "mode", args.get("--mode"))
 time.sleep(float(args.get("--sleep", "0")))
 if args.get("--fail"):
     raise ValueError("boom: " + args["--fail"])
@@ -70,11 +70,12 @@ def test_run_succeeds_with_overlaid_arguments_and_metrics(glue, tmp_path):
     assert run_id.startswith("jr_")
     run = wait_final(client, run_id)
     assert run["JobRunState"] == "SUCCEEDED"
-    assert run["Arguments"] == {"--sleep": "0", "--mode": "run"}
+    assert run["Arguments"] == {"--mode": "run"}  # as sent; the script got the overlay
     assert run["CompletedOn"] >= run["StartedOn"]
     assert "ExecutionTime" in run
     log = (tmp_path / "state" / "logs" / "glue-runs" / f"{run_id}.log").read_text()
-    assert "--JOB_RUN_ID" in log and "CDCLAB_METRICS" in log
+    assert "--JOB_RUN_ID" in log and "CDCLAB_METRICS" in log and "mode run" in log
+    assert run["Timeout"] == 480  # Glue 5: 480 minutes when blank
     # boto3 drops the non-standard field; the raw protocol carries it
     raw = raw_call(server.endpoint, "GetJobRun", {"JobName": "sleepy", "RunId": run_id})
     assert raw["JobRun"]["Metrics"] == {"rows": 3, "job": "sleepy"}
@@ -90,6 +91,61 @@ def test_second_start_while_running_is_refused(glue):
     assert wait_final(client, first)["JobRunState"] == "SUCCEEDED"
     second = client.start_job_run(JobName="sleepy")["JobRunId"]  # accepted once it ended
     assert wait_final(client, second)["JobRunState"] == "SUCCEEDED"
+
+
+def run_log(tmp_path: Path, run_id: str) -> str:
+    return (tmp_path / "state" / "logs" / "glue-runs" / f"{run_id}.log").read_text()
+
+
+def test_non_overridable_arguments_win_and_timeouts_follow_the_glue_version(glue, tmp_path):
+    client, _ = glue
+    script = str(tmp_path / "job.py")
+    client.create_job(Name="locked", Role="r", GlueVersion="4.0",
+                      Command={"Name": "glueetl", "ScriptLocation": script},
+                      DefaultArguments={"--mode": "default"},
+                      NonOverridableArguments={"--mode": "locked"})
+    run_id = client.start_job_run(JobName="locked", Arguments={"--mode": "mine"})["JobRunId"]
+    run = wait_final(client, run_id, "locked")
+    assert run["Arguments"] == {"--mode": "mine"} and "mode locked" in run_log(tmp_path, run_id)
+    assert run["Timeout"] == 2880  # Glue 4.0 and earlier
+    with pytest.raises(client.exceptions.InvalidInputException, match="10080"):
+        client.start_job_run(JobName="locked", Timeout=10081)
+    with pytest.raises(client.exceptions.InvalidInputException, match="10080"):
+        client.create_job(Name="too-long", Role="r", Timeout=20000,
+                          Command={"Name": "glueetl", "ScriptLocation": script})
+
+
+def test_queued_runs_wait_then_run_in_order(glue, tmp_path):
+    client, _ = glue
+    client.create_job(Name="queued", Role="r", JobRunQueuingEnabled=True, GlueVersion="5.1",
+                      Command={"Name": "glueetl", "ScriptLocation": str(tmp_path / "job.py")})
+    first = client.start_job_run(JobName="queued", Arguments={"--sleep": "1.0"})["JobRunId"]
+    second = client.start_job_run(JobName="queued")["JobRunId"]
+    third = client.start_job_run(JobName="queued")["JobRunId"]
+    assert client.get_job_run(JobName="queued", RunId=second)["JobRun"]["JobRunState"] == (
+        "WAITING")
+    # the run's flag wins over the job's
+    with pytest.raises(client.exceptions.ConcurrentRunsExceededException):
+        client.start_job_run(JobName="queued", JobRunQueuingEnabled=False)
+    client.batch_stop_job_run(JobName="queued", JobRunIds=[third])
+    assert wait_final(client, third, "queued")["JobRunState"] == "STOPPED"
+    done = [wait_final(client, r, "queued") for r in (first, second)]
+    assert [r["JobRunState"] for r in done] == ["SUCCEEDED", "SUCCEEDED"]
+    assert done[1]["StartedOn"] < done[0]["CompletedOn"] <= done[1]["CompletedOn"]
+
+
+def test_failed_runs_are_retried_up_to_max_retries(glue, tmp_path):
+    client, _ = glue
+    client.create_job(Name="flaky", Role="r", MaxRetries=2,
+                      Command={"Name": "glueetl", "ScriptLocation": str(tmp_path / "job.py")})
+    first = client.start_job_run(JobName="flaky", Arguments={"--fail": "x"})["JobRunId"]
+    last = wait_final(client, f"{first}_attempt_2", "flaky", timeout=30)
+    runs = sorted(client.get_job_runs(JobName="flaky")["JobRuns"], key=lambda r: r["Attempt"])
+    assert [(r["Attempt"], r["JobRunState"]) for r in runs] == [
+        (0, "FAILED"), (1, "FAILED"), (2, "FAILED")]
+    assert [r.get("PreviousRunId") for r in runs] == [None, first, first]
+    assert all(r["Arguments"] == {"--fail": "x"} for r in runs)
+    assert last["ErrorMessage"] == "ValueError: boom: x"
 
 
 def test_failure_carries_the_exception_text(glue):
@@ -160,6 +216,18 @@ def test_pure_helpers():
     assert parse_metrics("nothing") is None
     assert jobs_api.merged_arguments({"DefaultArguments": {"--a": "1", "--b": "1"}},
                                      {"--b": "2"}) == {"--a": "1", "--b": "2"}
+    job = {"Name": "j", "ExecutionProperty": {"MaxConcurrentRuns": 1},
+           "JobRunQueuingEnabled": True}
+    assert jobs_api.queuing_enabled(job, {}) and not jobs_api.queuing_enabled(
+        {**job, "MaxRetries": 1}, {})  # runs of retrying jobs are not queued
+    busy = {**jobs_api.new_run(job, {}, 0.0), "JobRunState": "RUNNING"}
+    waiting = jobs_api.new_run(job, {}, 1.0, jobs_api.WAITING)
+    assert jobs_api.promote_waiting(job, [busy, waiting], 2.0) == []
+    [expired] = jobs_api.promote_waiting(job, [busy, waiting],
+                                         1.0 + jobs_api.MAX_WAITING_SECONDS)
+    assert expired["JobRunState"] == "FAILED" and "waited 15 minutes" in expired["ErrorMessage"]
+    [started] = jobs_api.promote_waiting(job, [waiting], 2.0)
+    assert started["JobRunState"] == "STARTING"
 
 
 def raw_call(endpoint: str, op: str, body: dict) -> dict:
