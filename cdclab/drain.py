@@ -88,6 +88,15 @@ def job_runs(env: Mapping[str, str]) -> list[JobRun]:
     return runs
 
 
+def _transient(e: Exception) -> bool:
+    """Connection failures that a restarting service causes (not wrong answers)."""
+    import botocore.exceptions as bx
+    import psycopg
+
+    return isinstance(e, (bx.ConnectionError, bx.HTTPClientError, psycopg.OperationalError,
+                          ConnectionError))
+
+
 def wait_for_drain(
     env: Mapping[str, str],
     target_lsn: int,
@@ -99,10 +108,18 @@ def wait_for_drain(
     dsn = env[settings.ENV_PG_DSN]
     start = time.monotonic()
     last_report = 0.0
+    unreachable = ""
     while True:
-        confirmed = slot_confirmed_lsn(dsn) or 0
-        emitted = confirmed >= target_lsn
-        processed = emitted and bronze_processed(newest_bronze_object(env), job_runs(env))
+        emitted = processed = False
+        try:
+            confirmed = slot_confirmed_lsn(dsn) or 0
+            emitted = confirmed >= target_lsn
+            processed = emitted and bronze_processed(newest_bronze_object(env), job_runs(env))
+            unreachable = ""
+        except Exception as e:  # a service restarting (its restart policy): ask again
+            if not _transient(e):
+                raise
+            unreachable = f"{type(e).__name__}: {e}"
         if emitted and processed:
             return time.monotonic() - start
         waited = time.monotonic() - start
@@ -110,11 +127,14 @@ def wait_for_drain(
             raise TimeoutError(
                 f"pipeline did not drain within {timeout:.0f}s "
                 f"(slot confirmed {'up to target' if emitted else 'behind target'}, "
-                f"bronze {'processed' if processed else 'not yet processed'}); "
+                f"bronze {'processed' if processed else 'not yet processed'}"
+                f"{'; last error ' + unreachable if unreachable else ''}); "
                 "see `cdclab logs emitter|watcher|glue`"
             )
         if waited - last_report >= 5:
             last_report = waited
-            stage = "Glue job merging bronze files" if emitted else "emitter writing CDC files"
+            stage = ("a service is unreachable: " + unreachable[:120] if unreachable
+                     else "Glue job merging bronze files" if emitted
+                     else "emitter writing CDC files")
             progress(f"draining: {stage} ({waited:.0f}s)")
         time.sleep(0.5)
