@@ -54,12 +54,18 @@ def get_bookmark(state_dir: Path | str, job_name: str, run_id: str | None = None
         raise not_found(f"Continuation for job {job_name} not found")
     state = load(state_dir, job_name)
     if run_id:
-        entry = next((h for h in state.get("history", []) if h.get("run_id") == run_id), None)
-        if entry is None:
-            raise not_found(f"Run {run_id} is not in the bookmark history of job {job_name}")
+        entry = state["history"][history_index(state, job_name, run_id)]
         state = {**state, "contexts": entry["contexts"], "run_id": run_id,
                  "run": entry.get("run", state["run"])}
     return bookmark_entry(job_name, state)
+
+
+def history_index(state: dict, job_name: str, run_id: str) -> int:
+    """Where the state after `run_id`'s commit is in the history (EntityNotFound if not)."""
+    for i, h in enumerate(state.get("history", [])):
+        if h.get("run_id") == run_id:
+            return i
+    raise not_found(f"Run {run_id} is not in the bookmark history of job {job_name}")
 
 
 def bookmark_entry(job_name: str, state: dict) -> dict:
@@ -85,9 +91,7 @@ def reset_bookmark(state_dir: Path | str, job_name: str, run_id: str | None = No
             return
         state = load(state_dir, job_name)
         history = state.get("history", [])
-        index = next((i for i, h in enumerate(history) if h.get("run_id") == run_id), None)
-        if index is None:
-            raise not_found(f"Run {run_id} is not in the bookmark history of job {job_name}")
+        index = history_index(state, job_name, run_id)
         state["contexts"] = history[index]["contexts"]
         state["history"] = history[: index + 1]
         state["previous_run_id"], state["run_id"] = state.get("run_id"), run_id

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from cdclab.atomic import write_json
 from glue_local.errors import GlueError
@@ -96,12 +96,15 @@ def queuing_enabled(job: dict, request: dict) -> bool:
     return bool(flag) and not int(job.get("MaxRetries") or 0)
 
 
+def free_slots(job: dict, runs: list[dict]) -> int:
+    return max_concurrent_runs(job) - sum(r["JobRunState"] in ACTIVE_STATES for r in runs)
+
+
 def start_state(job: dict, request: dict, runs: list[dict]) -> str:
     """STARTING if a slot is free (and no run waits before it), WAITING if the run may
     queue, else ConcurrentRunsExceededException."""
-    active = [r for r in runs if r["JobRunState"] in ACTIVE_STATES]
-    waiting = [r for r in runs if r["JobRunState"] == WAITING]
-    if len(active) < max_concurrent_runs(job) and not waiting:
+    waiting = any(r["JobRunState"] == WAITING for r in runs)
+    if free_slots(job, runs) > 0 and not waiting:
         return "STARTING"
     if queuing_enabled(job, request):
         return WAITING
@@ -157,8 +160,7 @@ def promote_waiting(job: dict | None, runs: list[dict], now: float) -> list[dict
     after MAX_WAITING_SECONDS (or with the job deleted) FAILED."""
     waiting = sorted((r for r in runs if r["JobRunState"] == WAITING),
                      key=lambda r: r["StartedOn"])
-    free = 0 if job is None else max_concurrent_runs(job) - sum(
-        r["JobRunState"] in ACTIVE_STATES for r in runs)
+    free = 0 if job is None else free_slots(job, runs)
     changed = []
     for run in waiting:
         if job is not None and free > 0:
@@ -265,12 +267,12 @@ class JobStore:
         return sorted(runs, key=lambda r: r["StartedOn"], reverse=True)  # newest first
 
     def recover(self, now: float) -> list[dict]:
-        """Apply recover_run to every stored run; returns runs to queue again (oldest first)."""
+        """Apply recover_run to every stored run; returns runs to queue again (oldest
+        first). Every job's runs end up in the cache (settle() looks there)."""
         requeue = []
         with self.lock:
             for folder in self.runs_dir.glob("*") if self.runs_dir.exists() else []:
-                for path in folder.glob("*.json"):
-                    run = json.loads(path.read_text())
+                for run in list(self._job_runs(unquote(folder.name)).values()):
                     fixed, again = recover_run(run, now)
                     if fixed is not run:
                         self.put_run(fixed)
@@ -279,10 +281,10 @@ class JobStore:
         return sorted(requeue, key=lambda r: r["StartedOn"])
 
     def job_names_with_runs(self) -> list[str]:
-        from urllib.parse import unquote
-
-        folders = self.runs_dir.glob("*") if self.runs_dir.exists() else []
-        return sorted(unquote(f.name) for f in folders if f.is_dir())
+        """From the run cache, no disk read: recover() loaded every stored run at start-up
+        and put_run adds each new one."""
+        with self.lock:
+            return sorted(self._runs)
 
     def settle(self, job_name: str, now: float) -> list[dict]:
         """Moves queued (WAITING) runs on (promote_waiting); returns those now STARTING,

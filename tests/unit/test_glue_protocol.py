@@ -202,6 +202,7 @@ def test_runs_survive_restart_and_interrupted_runs_fail(tmp_path):
     assert failed["JobRunState"] == "FAILED" and "stopped while this run was RUNNING" in (
         failed["ErrorMessage"])
     assert failed["CompletedOn"] == 200.0
+    assert restarted.job_names_with_runs() == ["j"]  # known without a disk scan
 
 
 def test_pure_helpers():
