@@ -6,24 +6,10 @@ import argparse
 import logging
 import os
 import signal
-import sys
 import threading
 
 from cdclab import settings
 from glue_local.server import ENV_GLUE_PORT, make_server
-
-
-class _CurrentStderr(logging.StreamHandler):
-    """Writes to whatever sys.stderr is now, so a job's logging lands in its run log
-    (the runner tees sys.stderr during a run); a job's basicConfig() is then a no-op."""
-
-    @property
-    def stream(self):
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, _value) -> None:
-        pass
 
 
 def aws_credentials_problem(env) -> str | None:
@@ -54,9 +40,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--warm", action="store_true",
                     help="build the SparkSession at start-up instead of on the first run")
     args = ap.parse_args(argv)
-    handler = _CurrentStderr()
-    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
-    logging.basicConfig(level=logging.INFO, handlers=[handler])
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
     problem = aws_credentials_problem(os.environ)
     if problem:

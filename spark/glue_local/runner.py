@@ -1,37 +1,38 @@
-"""Runs queued job runs one at a time in ONE warm SparkSession per process.
+"""Executes job runs: each in its own process, concurrently, on one warm Spark driver.
 
-A run: resolve Command.ScriptLocation (local path or s3://), set sys.argv the way Glue
-does, `runpy.run_path(script, run_name="__main__")`; SystemExit(0) or a normal return
-is SUCCEEDED, anything else FAILED with the exception text. stdout/stderr written while
-the run executes are teed into <state>/logs/glue-runs/<run id>.log and the process log.
+A run: resolve Command.ScriptLocation (local path or s3://), turn the run's special
+parameters into a plan (glue_local.run_args: `--conf`, `--extra-py-files`,
+`--extra-files`, `--extra-jars`, `--additional-python-modules`, `--datalake-formats`),
+and hand script, argv and plan to a ready `glue_local.run_process`, which opens its own
+SparkSession on the shared driver (glue_local.driver) and runs the script as __main__.
+Exit 0 is SUCCEEDED, anything else FAILED with the exception text. The process's output
+is written to <state>/logs/glue-runs/<run id>.log and the service's log.
 
-Spark is built lazily: only a script that imports pyspark or awsglue gets the session,
-built before the script starts (so its `SparkContext.getOrCreate()` /
-`SparkSession.builder.getOrCreate()` return the warm, Iceberg-configured one). Scripts
-that never touch Spark (tests' sleeping jobs) run without a JVM. `--warm` builds the
-session at start-up. The scripts import AWS's own `awsglue`; its JVM side is spark/glue-jvm.
+Runs of different jobs, and of one job up to its MaxConcurrentRuns (jobs_api admits
+them), execute at the same time; BatchStopJobRun and Timeout cancel the run's Spark jobs
+and end its process. Spark starts lazily: only a script that imports pyspark or awsglue
+needs the driver; `--warm` starts it with the service.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import importlib
-import io
 import json
 import logging
+import os
 import queue
 import re
-import runpy
+import subprocess
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from cdclab import settings
-from glue_local import bookmarks, jobs_api
+from glue_local import bookmarks, jobs_api, run_args, run_setup
+from glue_local.driver import Driver, gateway_of
 from glue_local.errors import GlueError
 
 log = logging.getLogger("glue_local.runner")
@@ -39,12 +40,8 @@ log = logging.getLogger("glue_local.runner")
 METRICS_PREFIX = "CDCLAB_METRICS "
 RESERVED_ARGS = ("--JOB_NAME", "--JOB_ID", "--JOB_RUN_ID")
 SETTLE_INTERVAL_SECONDS = 2.0  # how often queued runs are looked at between runs
-# Spark local properties read by spark/glue-jvm (org.cdclab.glue.RunContext)
-LOCAL_RUN_ID = "cdclab.glue.runId"
-LOCAL_BOOKMARK_OPTION = "cdclab.glue.bookmarkOption"
+STOP_GRACE_SECONDS = 10.0  # a stopped run's process gets this long to exit on SIGTERM
 _SPARK_IMPORT = re.compile(r"^\s*(from|import)\s+(pyspark|awsglue)\b", re.MULTILINE)
-
-_active_runner: Runner | None = None
 
 
 # --- pure helpers -------------------------------------------------------------------
@@ -75,138 +72,65 @@ def parse_metrics(text: str) -> dict | None:
     return found
 
 
-def error_message(exc: BaseException) -> str:
-    if isinstance(exc, SystemExit):
-        return f"SystemExit: the script exited with status {exc.code}"
-    return f"{type(exc).__name__}: {exc}"
-
-
-class RunInterrupted(BaseException):  # noqa: N818 - BaseException so `except Exception` in a job can't eat it
-    """Raised inside the run's thread by BatchStopJobRun or the run's Timeout."""
-
-    state = "STOPPED"
-
-
-class RunTimedOut(RunInterrupted):
-    state = "TIMEOUT"
-
-
-class _Tee(io.TextIOBase):
-    """Writes go to the original stream and, while open, to the run's log file."""
-
-    def __init__(self, orig, file) -> None:
-        self.orig, self.file = orig, file
-
-    def write(self, s: str) -> int:
-        self.orig.write(s)
-        f = self.file
-        if f is not None and not f.closed:
-            f.write(s)
-        return len(s)
-
-    def flush(self) -> None:
-        self.orig.flush()
-        if self.file is not None and not self.file.closed:
-            self.file.flush()
-
-
 def bookmark_option(arguments: Mapping[str, str]) -> str:
     """The run's --job-bookmark-option (Glue's default: disabled)."""
     return str(arguments.get("--job-bookmark-option") or bookmarks.DISABLE)
 
 
+def exit_message(returncode: int) -> str:
+    if returncode < 0:
+        return f"the run's process was ended by signal {-returncode}"
+    return f"the run's process exited with status {returncode} before reporting a result"
+
+
 # --- I/O ----------------------------------------------------------------------------
-@contextlib.contextmanager
-def run_context(spark, run: Mapping):
-    """While a run executes on this thread: the JVM side of awsglue learns the run id and
-    bookmark option (Spark local properties are per thread), and `SparkContext()` returns
-    the warm context instead of failing ("Cannot run multiple SparkContexts at once"), as
-    a script's first SparkContext() does on Glue. Undone afterwards, the bookmark state too.
-    """
-    if spark is None:
-        yield
-        return
-    from pyspark import SparkContext
-
-    sc = spark.sparkContext
-    sc.setLocalProperty(LOCAL_RUN_ID, run["Id"])
-    sc.setLocalProperty(LOCAL_BOOKMARK_OPTION,
-                        bookmark_option(jobs_api.resolved_arguments(run)))
-    orig_init = SparkContext.__init__
-
-    def share_warm_context(self, *args, **kwargs):
-        # a view of the warm context (same JVM SparkContext, gateway, conf); patching
-        # __new__ instead cannot be undone cleanly in CPython (tp_new stays patched)
-        self.__dict__.update(sc.__dict__)
-
-    SparkContext.__init__ = share_warm_context
-    try:
-        yield
-    finally:
-        SparkContext.__init__ = orig_init
-        with contextlib.suppress(Exception):
-            sc._jvm.org.cdclab.glue.JobRun.clear()
-        sc.setLocalProperty(LOCAL_RUN_ID, None)
-        sc.setLocalProperty(LOCAL_BOOKMARK_OPTION, None)
-
-
-def resolve_script(location: str, work_dir: Path) -> Path:
-    if location.startswith("s3://"):
-        import boto3
-        from botocore.config import Config
-
-        bucket, _, key = location[5:].partition("/")
-        dest = work_dir / Path(key).name
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        boto3.client("s3", config=Config(s3={"addressing_style": "path"})).download_file(
-            bucket, key, str(dest))
-        return dest
-    path = Path(location.removeprefix("file://"))
-    if not path.is_file():
-        raise FileNotFoundError(f"Command.ScriptLocation {location} does not exist")
-    return path
-
-
-def _default_session_factory(env: Mapping[str, str]):
+def _default_session_factory(env: Mapping[str, str], extra_conf: Mapping[str, str] | None = None):
     try:
         build_session = importlib.import_module("glue_local.spark_session").build_session
     except ModuleNotFoundError as e:
         if e.name != "glue_local.spark_session":
             raise
         raise RuntimeError("glue_local.spark_session is missing: cannot build Spark") from e
-    return build_session(env)
+    return build_session(env, extra_conf=extra_conf)
 
 
-def _session_alive(session) -> bool:
-    try:
-        return session.sparkContext._jsc is not None
-    except Exception:
-        return False
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # glue_local, cdclab
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
 
 
-def spark_session():
-    """The process's warm SparkSession (hook for awsglue; builds it on first use)."""
-    if _active_runner is None:
-        raise RuntimeError("no glue_local runner in this process")
-    return _active_runner.session()
+def _spawn() -> subprocess.Popen:
+    # own session: a Ctrl-C meant for the service must not reach (and cancel) a run
+    return subprocess.Popen(
+        [sys.executable, "-m", "glue_local.run_process"], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_child_env(),
+        start_new_session=True, text=True, encoding="utf-8", errors="replace", bufsize=1)
+
+
+@dataclass
+class _Active:
+    job_name: str
+    proc: subprocess.Popen | None = None
+    ended_by: str | None = None  # STOPPED / TIMEOUT / FAILED (service shutdown)
 
 
 class Runner:
     def __init__(self, store: jobs_api.JobStore, env: Mapping[str, str], state_dir: Path,
-                 session_factory: Callable[[Mapping[str, str]], object] | None = None) -> None:
+                 session_factory: Callable[..., object] | None = None) -> None:
         self.store, self.env, self.state_dir = store, dict(env), Path(state_dir)
         self.log_dir = settings.glue_run_logs(self.state_dir)
-        self._factory = session_factory or _default_session_factory
-        self._session = None
-        self._session_lock = threading.Lock()
+        self.driver = Driver(session_factory or _default_session_factory, self.env)
         self._queue: queue.Queue = queue.Queue()
-        self._current: tuple[str, str] | None = None
+        self._active: dict[str, _Active] = {}
+        self._spare: subprocess.Popen | None = None
+        self._spare_lock = threading.Lock()
+        self._closing = False
         self._thread: threading.Thread | None = None
 
     # public API used by jobs_api and server
     def start(self, warm: bool = False) -> None:
-        global _active_runner
-        _active_runner = self
         self._thread = threading.Thread(target=self._loop, args=(warm,),
                                         name="glue-runner", daemon=True)
         self._thread.start()
@@ -215,12 +139,8 @@ class Runner:
         self._queue.put((job_name, run_id))
 
     def session(self):
-        with self._session_lock:
-            if self._session is None or not _session_alive(self._session):
-                started = time.monotonic()
-                self._session = self._factory(self.env)
-                log.info("SparkSession ready in %.1fs", time.monotonic() - started)
-            return self._session
+        """The warm driver's SparkSession (started on first use)."""
+        return self.driver.session()
 
     def stop(self, job_name: str, run_id: str) -> GlueError | None:
         """BatchStopJobRun for one run; returns the error to report, if any."""
@@ -229,31 +149,36 @@ class Runner:
             if run is None:
                 return GlueError("EntityNotFoundException", f"Job run {run_id} not found")
             state = run["JobRunState"]
-            if state in ("STARTING", jobs_api.WAITING):  # queued: the worker skips it
+            if state in ("STARTING", jobs_api.WAITING) and run_id not in self._active:
                 self.store.put_run(jobs_api.finish_run(run, "STOPPED", time.time()))
                 return None
-            if state in ("RUNNING", "STOPPING") and self._current == (job_name, run_id):
+            if state in ("STARTING", "RUNNING", "STOPPING") and run_id in self._active:
                 self.store.put_run({**run, "JobRunState": "STOPPING",
                                     "LastModifiedOn": time.time()})
-                self._interrupt(RunInterrupted)
+                self._end(run_id, "STOPPED")
                 return None
             return GlueError("InvalidInputException",
                              f"Job run {run_id} is not running (state {state})")
 
     def shutdown(self, timeout: float = 5.0) -> None:
-        """Stop the worker; a run still executing is marked FAILED."""
+        """Stop the worker; runs still executing are marked FAILED and their processes end."""
+        self._closing = True
         with self.store.lock:
-            cur = self._current
-            if cur is not None:
-                run = self.store.get_run(*cur)
+            for run_id, active in list(self._active.items()):
+                run = self.store.get_run(active.job_name, run_id)
                 if run is not None and run["JobRunState"] in jobs_api.ACTIVE_STATES:
                     self.store.put_run(jobs_api.finish_run(
                         run, "FAILED", time.time(),
                         error="The local Glue API was shut down during this run"))
-                self._interrupt(RunInterrupted)
+                self._end(run_id, "FAILED")
         self._queue.put(None)
         if self._thread is not None:
             self._thread.join(timeout)
+        with self._spare_lock:
+            if self._spare is not None:
+                self._spare.kill()
+                self._spare.wait()
+                self._spare = None
 
     def settle_all(self) -> None:
         """Queued (WAITING) runs of every job: into free slots, or FAILED after waiting
@@ -265,15 +190,36 @@ class Runner:
         except Exception:
             log.exception("settling queued runs failed")
 
-    # worker
-    def _interrupt(self, exc: type[RunInterrupted]) -> None:
-        if self._thread is not None and self._current is not None:
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                ctypes.c_ulong(self._thread.ident), ctypes.py_object(exc))
-            if self._session is not None:  # return from long JVM calls promptly
-                with contextlib.suppress(Exception):
-                    self._session.sparkContext.cancelAllJobs()
+    # processes
+    def _take_process(self) -> subprocess.Popen:
+        """A run process that has imported PySpark/awsglue; the next one starts now."""
+        with self._spare_lock:
+            proc, self._spare = self._spare, None
+            if proc is None or proc.poll() is not None:
+                proc = _spawn()
+            if not self._closing:
+                self._spare = _spawn()
+        before = []  # e.g. warnings printed while importing
+        for line in proc.stdout:
+            if line.strip() == "ready":
+                return proc
+            before.append(line)
+        proc.wait()
+        raise RuntimeError("the run process failed to start: " + "".join(before).strip()[-2000:])
 
+    def _end(self, run_id: str, reason: str) -> None:
+        """Cancel a run's Spark jobs and end its process (SIGTERM, then SIGKILL)."""
+        active = self._active.get(run_id)
+        if active is None or active.ended_by is not None:
+            return
+        active.ended_by = reason
+        self.driver.cancel(run_id)
+        proc = active.proc
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            threading.Timer(STOP_GRACE_SECONDS, lambda: proc.poll() is None and proc.kill()).start()
+
+    # worker
     def _loop(self, warm: bool) -> None:
         if warm:
             try:
@@ -285,6 +231,9 @@ class Runner:
                          time.monotonic() - started)
             except Exception:
                 log.exception("warm SparkSession failed; runs needing Spark will retry it")
+        with self._spare_lock:
+            if self._spare is None and not self._closing:
+                self._spare = _spawn()
         while True:
             try:
                 item = self._queue.get(timeout=SETTLE_INTERVAL_SECONDS)
@@ -293,24 +242,26 @@ class Runner:
                 continue
             if item is None:
                 return
-            try:
-                self._process(*item)
-            except RunInterrupted:  # arrived after the run ended: nothing to do
-                pass
-            except Exception:
-                log.exception("runner error on run %s", item[1])
+            threading.Thread(target=self._process_safely, args=item,
+                             name=f"glue-run-{item[1]}", daemon=True).start()
+
+    def _process_safely(self, job_name: str, run_id: str) -> None:
+        try:
+            self._process(job_name, run_id)
+        except Exception:
+            log.exception("runner error on run %s", run_id)
 
     def _process(self, job_name: str, run_id: str) -> None:
         with self.store.lock:
             run = self.store.get_run(job_name, run_id)
-            if run is None or run["JobRunState"] != "STARTING":
-                return  # stopped while queued
+            if run is None or run["JobRunState"] != "STARTING" or run_id in self._active:
+                return  # stopped while queued, or already executing
             job = self.store.get_job(job_name)
             run = {**run, "JobRunState": "RUNNING", "RunStartedOn": time.time(),
                    "LastModifiedOn": time.time(), "LogGroupName": str(self.log_dir)}
             self.store.put_run(run)
-            self._current = (job_name, run_id)
-        timer = threading.Timer(run["Timeout"] * 60, self._interrupt, (RunTimedOut,))
+            active = self._active[run_id] = _Active(job_name)
+        timer = threading.Timer(run["Timeout"] * 60, self._end, (run_id, "TIMEOUT"))
         timer.daemon = True
         timer.start()
         log_path = self.log_dir / f"{run_id}.log"
@@ -318,57 +269,118 @@ class Runner:
         try:
             if job is None:
                 raise RuntimeError(f"job {job_name} was deleted before run {run_id} started")
-            self._execute(job, run, log_path)
-        except RunInterrupted as e:
-            state = e.state
-            error = "Run stopped by BatchStopJobRun" if state == "STOPPED" else (
-                f"Run exceeded its Timeout of {run['Timeout']} minutes")
-        except BaseException as e:  # SystemExit(non-zero), the job's exception
-            state, error = "FAILED", error_message(e)
+            state, error = self._execute(job, run, log_path, active)
+        except Exception as e:
+            state, error = "FAILED", f"{type(e).__name__}: {e}"
         finally:
             timer.cancel()
-            with self.store.lock:
-                self._current = None
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(  # drop a late interrupt
-                    ctypes.c_ulong(threading.get_ident()), None)
-                text = log_path.read_text(errors="replace") if log_path.exists() else ""
-                latest = self.store.get_run(job_name, run_id) or run
-                if latest["JobRunState"] in jobs_api.ACTIVE_STATES:  # not failed by shutdown
-                    latest = jobs_api.finish_run(latest, state, time.time(), error,
-                                                 parse_metrics(text))
-                    self.store.put_run(latest)
-                    retry = job and jobs_api.retry_of(job, latest, time.time())
-                    if retry:
-                        self.store.put_run(retry)
-                        self.submit(job_name, retry["Id"])
-                        log.info("run %s failed: attempt %d is %s", run_id,
-                                 retry["Attempt"], retry["Id"])
-                for promoted in self.store.settle(job_name, time.time()):
-                    self.submit(job_name, promoted["Id"])
-            log.info("run %s of %s: %s%s", run_id, job_name, state, f" ({error})" if error else "")
+            if active.ended_by == "STOPPED":
+                state, error = "STOPPED", "Run stopped by BatchStopJobRun"
+            elif active.ended_by == "TIMEOUT":
+                state, error = "TIMEOUT", f"Run exceeded its Timeout of {run['Timeout']} minutes"
+            self._finish(job, job_name, run, state, error, log_path)
 
-    def _execute(self, job: dict, run: dict, log_path: Path) -> None:
+    def _finish(self, job, job_name: str, run: dict, state: str, error: str | None,
+                log_path: Path) -> None:
+        run_id = run["Id"]
+        with self.store.lock:
+            self._active.pop(run_id, None)
+            text = log_path.read_text(errors="replace") if log_path.exists() else ""
+            latest = self.store.get_run(job_name, run_id) or run
+            if latest["JobRunState"] in jobs_api.ACTIVE_STATES:  # not failed by shutdown
+                latest = jobs_api.finish_run(latest, state, time.time(), error,
+                                             parse_metrics(text))
+                self.store.put_run(latest)
+                retry = job and jobs_api.retry_of(job, latest, time.time())
+                if retry:
+                    self.store.put_run(retry)
+                    self.submit(job_name, retry["Id"])
+                    log.info("run %s failed: attempt %d is %s", run_id,
+                             retry["Attempt"], retry["Id"])
+            for promoted in self.store.settle(job_name, time.time()):
+                self.submit(job_name, promoted["Id"])
+        log.info("run %s of %s: %s%s", run_id, job_name, state, f" ({error})" if error else "")
+
+    def _plan(self, job: dict, args: Mapping[str, str], work: Path, note) -> run_args.RunPlan:
+        """Files, jars and modules fetched; `--conf` parsed (split later, on the driver)."""
+        plan = run_args.RunPlan()
+        run_args.datalake_formats(args.get(run_args.DATALAKE_FORMATS))
+        if run_args.worker_note(job):
+            note(run_args.worker_note(job))
+        plan.py_paths = run_setup.python_paths(
+            run_args.csv_list(args.get(run_args.EXTRA_PY_FILES)), work)
+        for location in run_args.csv_list(args.get(run_args.EXTRA_FILES)):
+            run_setup.fetch(location, work)
+        plan.jars = [str(run_setup.fetch(j, work / "jars"))
+                     for j in run_args.csv_list(args.get(run_args.EXTRA_JARS))]
+        modules = run_args.modules_spec(args)
+        if modules:
+            plan.py_paths.append(run_setup.install_modules(
+                *modules, self.state_dir / "glue" / "python-modules", work, note))
+        conf = run_args.conf_pairs(args.get(run_args.CONF))
+        if self.env.get(settings.ENV_PROFILE, settings.PROFILE_LOCAL) != settings.PROFILE_AWS:
+            from cdclab.job_config import local_spark_conf
+
+            if run_args.glue_catalogs(conf):
+                lake = settings.load_pipeline().lake.catalog_name
+                conf, notes = run_args.localize_catalogs(conf, local_spark_conf(self.env), lake)
+                for n in notes:
+                    note(n)
+        for key in [k for k in conf if run_args.process_level(k)]:
+            note(f"--conf {key} is a driver-process setting: not applied on one machine")
+            del conf[key]
+        plan.conf = conf
+        return plan
+
+    def _execute(self, job: dict, run: dict, log_path: Path,
+                 active: _Active) -> tuple[str, str | None]:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         work = self.state_dir / "glue" / "scripts" / run["Id"]
-        script = resolve_script(job["Command"]["ScriptLocation"], work)
-        spark = self.session() if needs_spark(script.read_text(errors="replace")) else None
-        argv = script_argv(str(script), job["Name"], run["Id"],
-                           jobs_api.resolved_arguments(run))
-        saved = sys.argv, sys.stdout, sys.stderr, list(sys.path)
-        with open(log_path, "a", encoding="utf-8") as out, run_context(spark, run):
-            sys.stdout, sys.stderr = _Tee(saved[1], out), _Tee(saved[2], out)
-            sys.argv = argv
-            sys.path.insert(0, str(script.parent))
-            try:
-                runpy.run_path(str(script), run_name="__main__")
-            except SystemExit as e:
-                if e.code not in (None, 0):
-                    raise
-            except BaseException:
-                traceback.print_exc()  # into the run log
-                raise
-            finally:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                sys.argv, sys.stdout, sys.stderr = saved[0], saved[1], saved[2]
-                sys.path[:] = saved[3]
+        work.mkdir(parents=True, exist_ok=True)
+        args = jobs_api.resolved_arguments(run)
+        with open(log_path, "a", encoding="utf-8") as out:
+            def note(text: str) -> None:
+                out.write(f"cdclab: {text}\n")
+                out.flush()
+
+            script = run_setup.resolve_script(job["Command"]["ScriptLocation"], work)
+            plan = self._plan(job, args, work, note)
+            spec = {
+                "script": str(script), "run_id": run["Id"], "cwd": str(work),
+                "argv": script_argv(str(script), job["Name"], run["Id"], args),
+                "bookmark_option": bookmark_option(args), "py_paths": plan.py_paths,
+                "jars": plan.jars, "result": str(work / "result.json"),
+            }
+            if not needs_spark(script.read_text(errors="replace")):
+                return self._run_process(spec, out, active)
+            session = self.driver.session()
+            plan.conf, plan.driver_conf = self.driver.split_conf(session, plan.conf)
+            if plan.driver_conf:
+                note(f"driver settings {sorted(plan.driver_conf)}: this run uses a Spark "
+                     "driver started with them (it waits until other runs leave the driver)")
+            with self.driver.use(plan.driver_conf) as session:
+                spec |= {"gateway": gateway_of(session), "conf": plan.conf}
+                return self._run_process(spec, out, active)
+
+    def _run_process(self, spec: dict, out, active: _Active) -> tuple[str, str | None]:
+        if active.ended_by:
+            return "FAILED", None  # stopped while being prepared: _process names the state
+        proc = active.proc = self._take_process()
+        if active.ended_by:  # stopped in between: _end found no process to end
+            proc.kill()
+        try:
+            proc.stdin.write(json.dumps(spec) + "\n")
+            proc.stdin.close()
+        except OSError:
+            pass  # it died: its exit status below says so
+        for line in proc.stdout:
+            out.write(line)
+            out.flush()
+            sys.__stderr__.write(line)
+        proc.wait()
+        result_path = Path(spec["result"])
+        if result_path.exists():
+            result = json.loads(result_path.read_text())
+            result_path.unlink()
+            return result["state"], result.get("error")
+        return "FAILED", exit_message(proc.returncode)

@@ -1,25 +1,46 @@
 """Test resource: a local in-process Spark driver with cdclab's Glue JVM side (no servers);
-yields the SparkSession. S3 stands in as file:// paths, the same Hadoop FileSystem code
-path S3A takes; the Glue state (bookmarks) goes to a temp dir."""
+`spark` yields a live SparkSession. S3 stands in as file:// paths, the same Hadoop
+FileSystem code path S3A takes; the Glue state (bookmarks) goes to a temp dir.
+
+`glue_session` is also the session factory of the local Glue runner in tests: the runner
+may restart the driver (a run's driver-level `--conf`), so `spark` asks for a live one
+each time instead of keeping the first.
+"""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Mapping
 
 import pytest
 
+_STATE = tempfile.mkdtemp(prefix="cdclab-glue-state-")
 
-@pytest.fixture(scope="session")
-def spark(tmp_path_factory) -> Iterator:
+
+def _alive(session) -> bool:
+    try:
+        jsc = session.sparkContext._jsc
+        return jsc is not None and not jsc.sc().isStopped()
+    except Exception:
+        return False
+
+
+def glue_session(env: Mapping[str, str] | None = None,
+                 extra_conf: Mapping[str, str] | None = None):
+    """The test driver (started, or restarted with extra_conf when that is given)."""
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     from glue_local import glue_jvm
 
-    if SparkContext._active_spark_context is not None:  # another test's, without our jar
+    current = SparkSession._instantiatedSession
+    if not extra_conf and current is not None and _alive(current) and \
+            current.conf.get("spark.cdclab.stateDir", None) == _STATE:
+        return current
+    if SparkContext._active_spark_context is not None:
         SparkContext._active_spark_context.stop()
-    if SparkContext._gateway is not None:
+    if SparkContext._gateway is not None and not _has_glue_jar():
         # The driver JVM's classpath is fixed at launch: a gateway started by another
         # test lacks the Glue jar (py4j then finds no com.amazonaws.services.glue).
         SparkContext._gateway.shutdown()
@@ -27,17 +48,29 @@ def spark(tmp_path_factory) -> Iterator:
         SparkContext._jvm = None
     SparkSession._instantiatedSession = None  # never hand back the stopped one
     SparkSession._activeSession = None
-    state = tmp_path_factory.mktemp("glue-state")
-    session = (SparkSession.builder.master("local[1]").appName("cdclab-tests")
+    builder = (SparkSession.builder.master("local[1]").appName("cdclab-tests")
                .config("spark.jars", str(glue_jvm.build()))
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "1")
                .config("spark.driver.host", "127.0.0.1")
                .config("spark.driver.bindAddress", "127.0.0.1")
-               .config("spark.cdclab.stateDir", str(state))
-               .config("spark.pyspark.python", sys.executable)
-               .getOrCreate())
-    try:
-        yield session
-    finally:
-        session.stop()
+               .config("spark.cdclab.stateDir", _STATE)
+               .config("spark.pyspark.python", sys.executable))
+    for key, value in (extra_conf or {}).items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def _has_glue_jar() -> bool:
+    from py4j.java_gateway import JavaClass
+    from pyspark import SparkContext
+
+    try:  # py4j answers a JavaPackage for a class it cannot load
+        return isinstance(SparkContext._jvm.com.amazonaws.services.glue.GlueContext, JavaClass)
+    except Exception:
+        return False
+
+
+@pytest.fixture()
+def spark():
+    return glue_session()

@@ -44,8 +44,13 @@ def glue(tmp_path: Path):
 
 def wait_final(client, run_id: str, job: str = "sleepy", timeout: float = 20) -> dict:
     deadline = time.monotonic() + timeout
+    run = None
     while time.monotonic() < deadline:
-        run = client.get_job_run(JobName=job, RunId=run_id)["JobRun"]
+        try:
+            run = client.get_job_run(JobName=job, RunId=run_id)["JobRun"]
+        except client.exceptions.EntityNotFoundException:  # a retry not created yet
+            time.sleep(0.05)
+            continue
         if run["JobRunState"] in jobs_api.FINAL_STATES:
             return run
         time.sleep(0.05)

@@ -1,0 +1,147 @@
+"""One Glue job run in its own Python process, on the runner's warm JVM.
+
+`python -m glue_local.run_process` imports PySpark and AWS's awsglue, then waits for the
+run's spec (one JSON line on stdin): the runner keeps one such process ready so a run
+does not pay for the imports. With a spec it connects to the runner's Spark driver
+through py4j (port and secret come on stdin, never on a command line), opens a **new
+SparkSession** (its own temp views, SQL conf, UDFs and catalogs; the SparkContext and
+its JVM are shared), applies the run's `--conf`, `--extra-py-files`, module paths and
+`--extra-jars`, sets `sys.argv` as Glue does and runs the script as `__main__`.
+
+Isolation is the process: `sys.argv`, `sys.modules`, `sys.path`, globals and stdout are
+the run's own, and BatchStopJobRun/Timeout end the process (its Spark jobs are
+cancelled by job group = run id). The result goes to the spec's result file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import runpy
+import sys
+import traceback
+
+# Imported while waiting for a run, so a run does not pay for them.
+import pyspark  # noqa: F401
+from pyspark import SparkConf, SparkContext
+from pyspark.sql import SparkSession
+
+LOCAL_RUN_ID = "cdclab.glue.runId"  # Spark local properties read by spark/glue-jvm
+LOCAL_BOOKMARK_OPTION = "cdclab.glue.bookmarkOption"
+
+
+def _preload() -> None:
+    with contextlib.suppress(Exception):
+        import awsglue.context  # noqa: F401
+        import awsglue.job  # noqa: F401
+        import awsglue.transforms  # noqa: F401
+        import awsglue.utils  # noqa: F401
+
+
+def connect(gateway: dict) -> SparkContext:
+    """A Python SparkContext over the runner's running JVM SparkContext."""
+    from pyspark.java_gateway import launch_gateway
+
+    os.environ["PYSPARK_GATEWAY_PORT"] = str(gateway["port"])
+    os.environ["PYSPARK_GATEWAY_SECRET"] = gateway["secret"]
+    try:
+        gw = launch_gateway()
+    finally:  # the scripts (and the Python workers they start) need not see the secret
+        os.environ.pop("PYSPARK_GATEWAY_PORT", None)
+        os.environ.pop("PYSPARK_GATEWAY_SECRET", None)
+    jvm = gw.jvm
+    jsc = jvm.org.apache.spark.api.java.JavaSparkContext.fromSparkContext(
+        jvm.org.apache.spark.SparkContext.getOrCreate())
+    return SparkContext(gateway=gw, jsc=jsc, conf=SparkConf(_jconf=jsc.sc().conf()))
+
+
+def open_session(sc: SparkContext, conf: dict[str, str]) -> SparkSession:
+    """A fresh session for the run; the JVM's default session stays the runner's."""
+    jvm = sc._jvm
+    root = jvm.SparkSession.getDefaultSession().get()
+    jsession = root.newSession()
+    for key, value in conf.items():
+        jsession.conf().set(key, value)
+    spark = SparkSession(sc, jsession)  # becomes this process's SparkSession
+    jvm.SparkSession.setDefaultSession(root)
+    jvm.SparkSession.setActiveSession(jsession)  # for the JVM side of awsglue
+    return spark
+
+
+def _share_context(sc: SparkContext) -> None:
+    """A script's `SparkContext()` is the run's context (as a script's first one on Glue);
+    stop() leaves the shared driver running (on Glue it ends the job's own cluster)."""
+
+    def view(self, *args, **kwargs):
+        self.__dict__.update(sc.__dict__)
+
+    def keep_running(self, *args, **kwargs):
+        print("cdclab: stop() of the shared local Spark driver ignored", file=sys.stderr)
+
+    SparkContext.__init__ = view
+    SparkContext.stop = keep_running
+    SparkSession.stop = keep_running
+
+
+def prepare(spec: dict) -> None:
+    for note in spec.get("notes", []):
+        print(f"cdclab: {note}", file=sys.stderr)
+    os.chdir(spec["cwd"])
+    paths = spec.get("py_paths", [])
+    sys.path[:0] = [os.path.dirname(spec["script"]), *paths]
+    gateway = spec.get("gateway")
+    if not gateway:
+        return
+    sc = connect(gateway)
+    if paths:  # Python workers (UDFs, map/filter) import from the same places
+        sc.environment["PYTHONPATH"] = os.pathsep.join(paths)
+    sc.setLocalProperty(LOCAL_RUN_ID, spec["run_id"])
+    sc.setLocalProperty(LOCAL_BOOKMARK_OPTION, spec["bookmark_option"])
+    sc.setJobGroup(spec["run_id"], f"Glue job run {spec['run_id']}", interruptOnCancel=True)
+    spark = open_session(sc, spec.get("conf", {}))
+    for jar in spec.get("jars", []):
+        spark.sql(f"ADD JAR '{jar}'")
+    _share_context(sc)
+
+
+def run(spec: dict) -> dict:
+    try:
+        prepare(spec)
+        sys.argv = list(spec["argv"])
+        runpy.run_path(spec["script"], run_name="__main__")
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            return {"state": "FAILED",
+                    "error": f"SystemExit: the script exited with status {e.code}"}
+    except BaseException as e:  # the job's exception: its traceback goes to the run log
+        traceback.print_exc()
+        return {"state": "FAILED", "error": f"{type(e).__name__}: {e}"}
+    finally:
+        with contextlib.suppress(Exception):
+            sc = SparkContext._active_spark_context
+            if sc is not None:
+                sc._jvm.org.cdclab.glue.JobRun.clear()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    return {"state": "SUCCEEDED"}
+
+
+def main() -> None:
+    _preload()
+    print("ready", file=sys.__stdout__, flush=True)  # the runner waits for this line
+    line = sys.stdin.readline()
+    if not line.strip():
+        return  # the runner no longer needs this process
+    spec = json.loads(line)
+    result = run(spec)
+    tmp = spec["result"] + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(result, f)
+    os.replace(tmp, spec["result"])
+    sys.stdout.flush()
+    os._exit(0 if result["state"] == "SUCCEEDED" else 1)  # no atexit: the driver is shared
+
+
+if __name__ == "__main__":
+    main()
