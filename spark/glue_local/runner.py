@@ -98,6 +98,9 @@ def _child_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # glue_local, cdclab
     env["PYTHONUNBUFFERED"] = "1"
+    # Python workers (UDFs, map/filter) run this interpreter, where awsglue is installed;
+    # PySpark's default is whatever `python3` is on PATH
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
     return env
 
 

@@ -70,6 +70,7 @@ def build_session(
     for key in (settings.ENV_ACCESS_KEY, settings.ENV_SECRET_KEY):
         if env.get(key):
             os.environ[key] = env[key]
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers: this venv
     from glue_local import glue_jvm
 
     glue_jvm.build()  # the JVM side of awsglue, once per source version

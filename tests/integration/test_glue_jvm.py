@@ -153,6 +153,47 @@ def test_write_dynamic_frame_parquet_and_purge(glue, spark, tmp_path) -> None:
     assert not [p for p in out.rglob("*.parquet")]
 
 
+def test_map_and_filter_run_python_functions_on_records(glue, spark) -> None:
+    import datetime
+
+    from awsglue.dynamicframe import DynamicFrame
+    from awsglue.transforms import Filter, Map
+
+    df = spark.createDataFrame(
+        [(1, "ann", datetime.date(2024, 1, 2), 10.5, (7, "x")),
+         (2, "bob", None, 20.0, None),
+         (3, "cy", datetime.date(2024, 3, 4), None, (9, "z"))],
+        "id int, name string, born date, score double, tag struct<n:int,s:string>")
+    people = DynamicFrame.fromDF(df, glue, "people")
+
+    kept = Filter.apply(frame=people, f=lambda r: r["id"] != 2 and r.tag.n > 0)
+    assert kept.toDF().schema == df.schema  # a filter keeps the schema and the values
+    assert sorted(kept.toDF().collect()) == sorted(r for r in df.collect() if r.id != 2)
+
+    def enrich(r):
+        r["name"] = r["name"].upper()
+        r["year"] = r["born"].year if r["born"] else None  # a datetime.date in Python
+        r["ratio"] = 1 / (r["id"] - 3)  # record 3: ZeroDivisionError -> an error record
+        del r["score"]
+        return r
+
+    mapped = Map.apply(frame=people, f=enrich)
+    out = mapped.toDF()
+    assert out.columns == ["id", "name", "born", "tag", "year", "ratio"]
+    assert [f.dataType.simpleString() for f in out.schema.fields] == [
+        "int", "string", "date", "struct<n:int,s:string>", "bigint", "double"]
+    assert sorted(out.collect()) == [
+        (1, "ANN", datetime.date(2024, 1, 2), (7, "x"), 2024, -0.5),
+        (2, "BOB", None, None, None, -1.0)]
+    assert mapped.errorsCount() == 1
+    [error] = mapped.errorsAsDynamicFrame().toDF().collect()
+    assert error.errorMessage == "division by zero"
+    assert json.loads(error.record) == {"id": 3, "name": "cy", "born": "2024-03-04T00:00",
+                                        "score": None, "tag": {"n": 9, "s": "z"}}
+    with pytest.raises(Exception, match="3 error records exceed stageThreshold 2"):
+        people.map(lambda r: r["id"] // 0, stageThreshold=2)
+
+
 def test_unsupported_calls_fail_with_a_named_error(glue, spark) -> None:
     from awsglue.dynamicframe import DynamicFrame
 
@@ -162,18 +203,3 @@ def test_unsupported_calls_fail_with_a_named_error(glue, spark) -> None:
         dyf.relationalize("root", "/tmp/x")
     with pytest.raises(Exception, match="cdclab: connection_type dynamodb is not supported"):
         glue.create_dynamic_frame.from_options("dynamodb", {"paths": ["x"]})
-
-
-def test_spark_context_constructor_in_a_run_returns_the_warm_context(spark) -> None:
-    from pyspark import SparkContext
-
-    from glue_local.runner import run_context
-
-    for run_id in ("jr_x", "jr_y"):  # twice: the patch is undone and redone cleanly
-        with run_context(spark, {"Id": run_id, "Arguments": {}}):
-            sc = SparkContext()
-            assert sc._jsc is spark.sparkContext._jsc
-            assert SparkContext.getOrCreate() is spark.sparkContext
-            assert spark.sparkContext.getLocalProperty("cdclab.glue.runId") == run_id
-        assert spark.sparkContext.getLocalProperty("cdclab.glue.runId") is None
-    assert SparkContext.__init__.__name__ == "__init__"

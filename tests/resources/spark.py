@@ -3,12 +3,13 @@
 FileSystem code path S3A takes; the Glue state (bookmarks) goes to a temp dir.
 
 `glue_session` is also the session factory of the local Glue runner in tests: the runner
-may restart the driver (a run's driver-level `--conf`), so `spark` asks for a live one
-each time instead of keeping the first.
+may restart the driver (a run's driver-level `--conf`), so `spark` looks the live session
+up on each use instead of keeping the first.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -34,6 +35,7 @@ def glue_session(env: Mapping[str, str] | None = None,
 
     from glue_local import glue_jvm
 
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers import awsglue too
     current = SparkSession._instantiatedSession
     if not extra_conf and current is not None and _alive(current) and \
             current.conf.get("spark.cdclab.stateDir", None) == _STATE:
@@ -71,6 +73,15 @@ def _has_glue_jar() -> bool:
         return False
 
 
-@pytest.fixture()
+class LiveSession:
+    """The live test driver's SparkSession, looked up on each use (a Glue runner test may
+    have restarted the driver since the fixture was made)."""
+
+    def __getattr__(self, name: str):
+        return getattr(glue_session(), name)
+
+
+@pytest.fixture(scope="session")
 def spark():
-    return glue_session()
+    glue_session()
+    return LiveSession()

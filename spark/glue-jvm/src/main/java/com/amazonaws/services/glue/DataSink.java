@@ -69,6 +69,9 @@ public class DataSink {
 
   private void write(Dataset<Row> df) {
     if (format == null) throw new IllegalArgumentException("cdclab: no format for the sink " + path);
+    // A frame without fields (e.g. a bookmarked source with nothing new) has no records to
+    // write: Glue's sink writes nothing; Spark's writers would refuse the empty schema.
+    if (df.schema().fields().length == 0) return;
     java.util.Map<String, String> options = Formats.writerOptions(format, formatOptions);
     String compression = connection.getString("compression", null);
     if (compression != null) options.put("compression", compression);

@@ -4,14 +4,21 @@ import com.amazonaws.services.glue.errors.CallSite;
 import com.amazonaws.services.glue.util.JsonOptions;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.SaveMode;
 import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.cdclab.glue.FieldPath;
 import org.cdclab.glue.GlueSchema;
+import org.cdclab.glue.PythonRecords;
 import org.cdclab.glue.Unsupported;
 import scala.Option;
 import scala.collection.JavaConverters;
@@ -19,16 +26,26 @@ import scala.collection.Seq;
 
 /**
  * A DynamicFrame over a Spark DataFrame. Locally every field has one type (Spark's), so there
- * are no ChoiceTypes and no error records: errorsCount() is 0 and resolveChoice's make_cols,
+ * are no ChoiceTypes, error records come only from Python functions (map/filter), and
+ * resolveChoice's make_cols,
  * make_struct and match_catalog leave single-typed fields unchanged.
  */
 public class DynamicFrame {
   private final Dataset<Row> df;
   private final GlueContext glue;
+  private final JavaRDD<Map<String, Object>> errorRecords; // from Python functions, or null
+  private final long errorCount;
 
   public DynamicFrame(Dataset<Row> df, GlueContext glue) {
+    this(df, glue, null, 0L);
+  }
+
+  private DynamicFrame(Dataset<Row> df, GlueContext glue,
+                       JavaRDD<Map<String, Object>> errorRecords, long errorCount) {
     this.df = df;
     this.glue = glue;
+    this.errorRecords = errorRecords;
+    this.errorCount = errorCount;
   }
 
   public static DynamicFrame apply(Dataset<Row> df, GlueContext glue) {
@@ -44,7 +61,7 @@ public class DynamicFrame {
   }
 
   private DynamicFrame with(Dataset<Row> next) {
-    return new DynamicFrame(next, glue);
+    return new DynamicFrame(next, glue, errorRecords, errorCount); // errors add up downstream
   }
 
   private static <T> List<T> list(Seq<T> seq) {
@@ -59,8 +76,53 @@ public class DynamicFrame {
     return df.count();
   }
 
+  /**
+   * Glue computes a DynamicFrame's schema from its records: a field that is null in every
+   * record has type null (DropNullFields drops those). Spark's schema gives each such field
+   * a type, so one pass finds them; a frame without records keeps Spark's types.
+   */
   public GlueSchema schema() {
-    return new GlueSchema(df.schema());
+    List<List<String>> paths = new ArrayList<>();
+    structPaths(df.schema(), new ArrayList<>(), paths);
+    if (paths.isEmpty()) return new GlueSchema(df.schema());
+    List<Column> aggs = new ArrayList<>();
+    aggs.add(functions.count(functions.lit(1)));
+    for (List<String> p : paths) {
+      aggs.add(functions.max(df.col(FieldPath.sparkName(p)).isNotNull()));
+    }
+    Row r = df.agg(aggs.get(0), toColumnSeq(aggs.subList(1, aggs.size()))).first();
+    if (r.getLong(0) == 0) return new GlueSchema(df.schema());
+    java.util.Set<List<String>> allNull = new java.util.HashSet<>();
+    for (int i = 0; i < paths.size(); i++) {
+      if (r.isNullAt(i + 1) || !r.getBoolean(i + 1)) allNull.add(paths.get(i));
+    }
+    return new GlueSchema(nullTyped(df.schema(), new ArrayList<>(), allNull));
+  }
+
+  private static void structPaths(StructType t, List<String> prefix, List<List<String>> out) {
+    for (StructField f : t.fields()) {
+      List<String> p = new ArrayList<>(prefix);
+      p.add(f.name());
+      out.add(p);
+      if (f.dataType() instanceof StructType st) structPaths(st, p, out);
+    }
+  }
+
+  private static StructType nullTyped(StructType t, List<String> prefix,
+                                      java.util.Set<List<String>> allNull) {
+    List<StructField> out = new ArrayList<>();
+    for (StructField f : t.fields()) {
+      List<String> p = new ArrayList<>(prefix);
+      p.add(f.name());
+      DataType type = allNull.contains(p) ? DataTypes.NullType
+          : f.dataType() instanceof StructType st ? nullTyped(st, p, allNull) : f.dataType();
+      out.add(new StructField(f.name(), type, f.nullable(), f.metadata()));
+    }
+    return DataTypes.createStructType(out);
+  }
+
+  private static Seq<Column> toColumnSeq(List<Column> cols) {
+    return JavaConverters.asScalaBuffer(cols).toSeq();
   }
 
   /** show(): each record as JSON, like Glue's DynamicFrame.show. */
@@ -75,17 +137,22 @@ public class DynamicFrame {
   }
 
   public long errorsCount() {
-    return 0L;
+    return errorCount;
   }
 
   public long stageErrorsCount() {
-    return 0L;
+    return errorRecords == null ? 0L : errorCount;
   }
 
   public void assertErrorThreshold() {}
 
+  /** Error records of map/filter: the error message and the record as JSON. */
   public DynamicFrame errorsAsDynamicFrame() {
-    return emptyDynamicFrame(glue);
+    if (errorRecords == null) return emptyDynamicFrame(glue);
+    StructType schema = new StructType().add("errorMessage", "string").add("record", "string");
+    JavaRDD<Row> rows = errorRecords.map(r -> RowFactory.create(
+        String.valueOf(r.get("errorMessage")), PythonRecords.recordJson(r)));
+    return new DynamicFrame(glue.sparkSession().createDataFrame(rows, schema), glue);
   }
 
   public DynamicFrame dropFields(Seq<String> paths, String ctx, CallSite cs, long t1, long t2) {
@@ -222,15 +289,20 @@ public class DynamicFrame {
     return this;
   }
 
-  // --- not implemented locally: a named error ---------------------------------------------
-  public Object javaToPython() {
-    throw Unsupported.of("DynamicFrame.map/filter/mapPartitions (Python record functions)");
+  // --- Python record functions: map, filter, mapPartitions (org.cdclab.glue.PythonRecords) --
+  public JavaRDD<byte[]> javaToPython() {
+    return PythonRecords.toPython(df);
   }
 
-  public static DynamicFrame fromPythonRDD(Object a, Object b, Object c, Object d, Object e,
-                                           Object f, Object g, Object h) {
-    throw Unsupported.of("DynamicFrame.map/filter/mapPartitions (Python record functions)");
+  public static DynamicFrame fromPythonRDD(DynamicFrame source, JavaRDD<byte[]> pickled,
+                                           GlueContext glue, String ctx, String name, CallSite cs,
+                                           long stageThreshold, long totalThreshold) {
+    PythonRecords.Result r = PythonRecords.fromPython(glue.sparkSession(), source.df.schema(),
+        pickled, stageThreshold);
+    return new DynamicFrame(r.rows(), source.glue, r.errors(), source.errorCount + r.errorCount());
   }
+
+  // --- not implemented locally: a named error ---------------------------------------------
 
   public DynamicFrame pyWithFrameSchema(String schema) {
     throw Unsupported.of("DynamicFrame.with_frame_schema");

@@ -34,10 +34,14 @@ public class GlueContext {
     return sc;
   }
 
-  /** The session of the calling thread (the run's), else the default one. */
+  /** The session of the calling thread (the run's), else the default one; never one whose
+   * SparkContext was stopped (a thread keeps its active session across a driver restart). */
   public SparkSession sparkSession() {
-    return SparkSession.getActiveSession().getOrElse(
-        () -> SparkSession.getDefaultSession().getOrElse(() -> SparkSession.builder().getOrCreate()));
+    for (scala.Option<SparkSession> s : java.util.List.of(SparkSession.getActiveSession(),
+        SparkSession.getDefaultSession())) {
+      if (s.isDefined() && !s.get().sparkContext().isStopped()) return s.get();
+    }
+    return SparkSession.builder().getOrCreate();
   }
 
   public DataSource getSource(String connectionType, JsonOptions options, String transformationCtx,

@@ -1,0 +1,400 @@
+package org.cdclab.glue;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.Serializable;
+import java.math.BigDecimal;
+import java.math.BigInteger;
+import java.nio.charset.StandardCharsets;
+import java.sql.Timestamp;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.time.LocalDateTime;
+import java.time.ZoneId;
+import java.util.ArrayList;
+import java.util.Calendar;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import net.razorvine.pickle.IObjectPickler;
+import net.razorvine.pickle.Opcodes;
+import net.razorvine.pickle.Pickler;
+import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.api.python.SerDeUtil;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.types.ArrayType;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.DecimalType;
+import org.apache.spark.sql.types.MapType;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.storage.StorageLevel;
+import scala.collection.JavaConverters;
+
+/**
+ * Records to and from the Python functions of DynamicFrame.map/filter/mapPartitions.
+ *
+ * <p>AWS's awsglue sends each record to Python as {"record": {...}, "isError": False,
+ * "errorMessage": ""} and reads the same shape back; a record the function failed on comes
+ * back with isError set and becomes an error record (errorsCount), not a row. The result's
+ * schema is inferred from the records, keeping the input field's type wherever the values
+ * still fit it (so filter keeps the schema and map changes only what it changed); values of
+ * different types in one new field become strings.
+ */
+public final class PythonRecords {
+  private PythonRecords() {}
+
+  /** The result of one Python transformation: good rows and the error records. */
+  public record Result(Dataset<Row> rows, JavaRDD<Map<String, Object>> errors, long errorCount) {}
+
+  // --- to Python ----------------------------------------------------------------------------
+  public static JavaRDD<byte[]> toPython(Dataset<Row> df) {
+    StructType schema = df.schema();
+    String zone = df.sparkSession().sessionState().conf().sessionLocalTimeZone();
+    JavaRDD<Object> records = df.javaRDD().mapPartitions(rows -> {
+      registerPicklers();
+      List<Object> out = new ArrayList<>();
+      while (rows.hasNext()) {
+        Map<String, Object> rec = new HashMap<>();
+        rec.put("record", toPythonValue(rows.next(), schema, zone));
+        rec.put("isError", Boolean.FALSE);
+        rec.put("errorMessage", "");
+        out.add(rec);
+      }
+      return out.iterator();
+    });
+    return SerDeUtil.javaToPython(records);
+  }
+
+  private static Object toPythonValue(Object v, DataType t, String zone) {
+    if (v == null) return null;
+    if (t instanceof StructType st) {
+      Row row = (Row) v;
+      Map<String, Object> m = new LinkedHashMap<>();
+      StructField[] fields = st.fields();
+      for (int i = 0; i < fields.length; i++) {
+        m.put(fields[i].name(), toPythonValue(row.get(i), fields[i].dataType(), zone));
+      }
+      return m;
+    }
+    if (t instanceof ArrayType at) {
+      List<Object> out = new ArrayList<>();
+      for (Object e : iterable(v)) out.add(toPythonValue(e, at.elementType(), zone));
+      return out;
+    }
+    if (t instanceof MapType mt) {
+      Map<Object, Object> out = new LinkedHashMap<>();
+      Map<?, ?> in = v instanceof scala.collection.Map<?, ?> sm
+          ? JavaConverters.mapAsJavaMap(sm) : (Map<?, ?>) v;
+      for (Map.Entry<?, ?> e : in.entrySet()) {
+        out.put(toPythonValue(e.getKey(), mt.keyType(), zone),
+            toPythonValue(e.getValue(), mt.valueType(), zone));
+      }
+      return out;
+    }
+    if (v instanceof java.sql.Date d) return PyDate.of(d.toLocalDate());
+    if (v instanceof LocalDate d) return PyDate.of(d);
+    if (v instanceof Timestamp ts) return PyDateTime.of(ts.toInstant(), zone);
+    if (v instanceof Instant i) return PyDateTime.of(i, zone);
+    if (v instanceof LocalDateTime ldt) return new PyDateTime(ldt);
+    return v;
+  }
+
+  private static Iterable<?> iterable(Object v) {
+    if (v instanceof scala.collection.Seq<?> s) return JavaConverters.seqAsJavaList(s);
+    if (v instanceof Object[] a) return List.of(a);
+    return (Iterable<?>) v;
+  }
+
+  // --- from Python --------------------------------------------------------------------------
+  @SuppressWarnings("unchecked")
+  public static Result fromPython(SparkSession spark, StructType input, JavaRDD<byte[]> pickled,
+                                  long stageThreshold) {
+    JavaRDD<Map<String, Object>> parsed = SerDeUtil.pythonToJava(pickled, true)
+        .map(o -> (Map<String, Object>) o)
+        .persist(StorageLevel.MEMORY_AND_DISK());
+    JavaRDD<Map<String, Object>> errors = parsed.filter(PythonRecords::isError);
+    Inferred inferred = parsed.mapPartitions(it -> List.of(Inferred.of(it, input)).iterator())
+        .fold(new Inferred(), Inferred::merge); // fold: a frame may have no partitions
+    if (stageThreshold > 0 && inferred.errors > stageThreshold) {
+      throw new IllegalStateException("cdclab: " + inferred.errors + " error records exceed "
+          + "stageThreshold " + stageThreshold + "; first: " + inferred.firstError);
+    }
+    StructType schema = inferred.schema(input);
+    JavaRDD<Row> rows = parsed.filter(r -> !isError(r))
+        .map(r -> (Row) fromPythonValue(r.get("record"), schema));
+    return new Result(spark.createDataFrame(rows, schema), errors, inferred.errors);
+  }
+
+  /** An error record's record, as JSON (dates and times as ISO-8601 text). */
+  public static String recordJson(Map<String, Object> r) {
+    try {
+      return JSON.writeValueAsString(jsonable(r.get("record")));
+    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+      return String.valueOf(r.get("record"));
+    }
+  }
+
+  private static final com.fasterxml.jackson.databind.ObjectMapper JSON =
+      new com.fasterxml.jackson.databind.ObjectMapper();
+
+  private static Object jsonable(Object v) {
+    if (v instanceof Map<?, ?> m) {
+      Map<String, Object> out = new LinkedHashMap<>();
+      m.forEach((k, x) -> out.put(String.valueOf(k), jsonable(x)));
+      return out;
+    }
+    if (v instanceof List<?> || v instanceof Object[]) {
+      List<Object> out = new ArrayList<>();
+      for (Object x : iterable(v)) out.add(jsonable(x));
+      return out;
+    }
+    if (v instanceof Calendar c) {
+      return LocalDateTime.ofInstant(c.toInstant(), c.getTimeZone().toZoneId()).toString();
+    }
+    return v;
+  }
+
+  static boolean isError(Map<String, Object> r) {
+    return Boolean.TRUE.equals(r.get("isError"));
+  }
+
+  /** Schema of the records seen so far (field order: input's, then first seen). */
+  static final class Inferred implements Serializable {
+    final LinkedHashMap<String, DataType> fields = new LinkedHashMap<>();
+    long errors;
+    String firstError;
+
+    static Inferred of(Iterator<Map<String, Object>> it, StructType input) {
+      Inferred acc = new Inferred();
+      while (it.hasNext()) {
+        Map<String, Object> r = it.next();
+        if (isError(r)) {
+          if (acc.errors++ == 0) acc.firstError = String.valueOf(r.get("errorMessage"));
+          continue;
+        }
+        Object rec = r.get("record");
+        if (rec instanceof Map<?, ?> m) acc.add(m, input);
+      }
+      return acc;
+    }
+
+    void add(Map<?, ?> record, StructType input) {
+      for (Map.Entry<?, ?> e : record.entrySet()) {
+        String name = String.valueOf(e.getKey());
+        DataType hint = hint(input, name);
+        DataType t = typeOf(e.getValue(), hint);
+        fields.merge(name, t, PythonRecords::mergeTypes);
+      }
+    }
+
+    Inferred merge(Inferred other) {
+      other.fields.forEach((k, v) -> fields.merge(k, v, PythonRecords::mergeTypes));
+      if (errors == 0) firstError = other.firstError;
+      errors += other.errors;
+      return this;
+    }
+
+    StructType schema(StructType input) {
+      List<StructField> out = new ArrayList<>();
+      for (StructField f : input.fields()) {
+        DataType t = fields.get(f.name());
+        if (t == null) continue; // the function dropped it from every record
+        out.add(DataTypes.createStructField(f.name(),
+            t == DataTypes.NullType ? f.dataType() : t, true));
+      }
+      fields.forEach((name, t) -> {
+        if (hint(input, name) == null) {
+          out.add(DataTypes.createStructField(name,
+              t == DataTypes.NullType ? DataTypes.StringType : t, true));
+        }
+      });
+      return DataTypes.createStructType(out);
+    }
+  }
+
+  private static DataType hint(StructType t, String name) {
+    if (t == null) return null;
+    for (StructField f : t.fields()) if (f.name().equals(name)) return f.dataType();
+    return null;
+  }
+
+  /** The Spark type of a value from Python; the hint (the input's type) wins if it fits. */
+  static DataType typeOf(Object v, DataType hint) {
+    if (v == null) return DataTypes.NullType;
+    if (hint != null && fits(v, hint)) return hint;
+    if (v instanceof Boolean) return DataTypes.BooleanType;
+    if (v instanceof Integer || v instanceof Long) return DataTypes.LongType;
+    if (v instanceof BigInteger) return DataTypes.createDecimalType(38, 0);
+    if (v instanceof Double || v instanceof Float) return DataTypes.DoubleType;
+    if (v instanceof BigDecimal) return DecimalType.SYSTEM_DEFAULT();
+    if (v instanceof String) return DataTypes.StringType;
+    if (v instanceof byte[]) return DataTypes.BinaryType;
+    if (v instanceof Calendar) return DataTypes.TimestampType;
+    if (v instanceof Map<?, ?> m) {
+      Inferred nested = new Inferred();
+      nested.add(m, hint instanceof StructType st ? st : null);
+      return nested.schema(hint instanceof StructType st ? st : new StructType());
+    }
+    if (v instanceof List<?> || v instanceof Object[]) {
+      DataType el = DataTypes.NullType;
+      DataType elHint = hint instanceof ArrayType at ? at.elementType() : null;
+      for (Object e : iterable(v)) el = mergeTypes(el, typeOf(e, elHint));
+      return DataTypes.createArrayType(el == DataTypes.NullType ? DataTypes.StringType : el);
+    }
+    return DataTypes.StringType;
+  }
+
+  private static boolean fits(Object v, DataType t) {
+    if (t == DataTypes.StringType) return v instanceof String;
+    if (t == DataTypes.LongType || t == DataTypes.IntegerType || t == DataTypes.ShortType
+        || t == DataTypes.ByteType) {
+      if (!(v instanceof Integer || v instanceof Long)) return false;
+      long n = ((Number) v).longValue();
+      if (t == DataTypes.IntegerType) return n >= Integer.MIN_VALUE && n <= Integer.MAX_VALUE;
+      if (t == DataTypes.ShortType) return n >= Short.MIN_VALUE && n <= Short.MAX_VALUE;
+      if (t == DataTypes.ByteType) return n >= Byte.MIN_VALUE && n <= Byte.MAX_VALUE;
+      return true;
+    }
+    if (t == DataTypes.DoubleType || t == DataTypes.FloatType) return v instanceof Double;
+    if (t == DataTypes.BooleanType) return v instanceof Boolean;
+    if (t instanceof DecimalType) return v instanceof BigDecimal || v instanceof Integer
+        || v instanceof Long;
+    if (t == DataTypes.DateType || t == DataTypes.TimestampType
+        || t == DataTypes.TimestampNTZType) return v instanceof Calendar;
+    if (t == DataTypes.BinaryType) return v instanceof byte[];
+    return false; // structs, arrays, maps: inferred and merged
+  }
+
+  static DataType mergeTypes(DataType a, DataType b) {
+    if (a.equals(b) || b == DataTypes.NullType) return a;
+    if (a == DataTypes.NullType) return b;
+    if (isIntegral(a) && isIntegral(b)) return DataTypes.LongType;
+    if (isNumeric(a) && isNumeric(b)) return DataTypes.DoubleType;
+    if (a instanceof StructType sa && b instanceof StructType sb) {
+      Inferred m = new Inferred();
+      for (StructField f : sa.fields()) m.fields.put(f.name(), f.dataType());
+      for (StructField f : sb.fields()) m.fields.merge(f.name(), f.dataType(),
+          PythonRecords::mergeTypes);
+      return m.schema(new StructType());
+    }
+    if (a instanceof ArrayType x && b instanceof ArrayType y) {
+      return DataTypes.createArrayType(mergeTypes(x.elementType(), y.elementType()));
+    }
+    return DataTypes.StringType; // Glue would make a choice type here
+  }
+
+  private static boolean isIntegral(DataType t) {
+    return t == DataTypes.LongType || t == DataTypes.IntegerType || t == DataTypes.ShortType
+        || t == DataTypes.ByteType;
+  }
+
+  private static boolean isNumeric(DataType t) {
+    return isIntegral(t) || t == DataTypes.DoubleType || t == DataTypes.FloatType
+        || t instanceof DecimalType;
+  }
+
+  static Object fromPythonValue(Object v, DataType t) {
+    if (v == null) return null;
+    if (t instanceof StructType st) {
+      if (!(v instanceof Map<?, ?> m)) return null;
+      StructField[] fields = st.fields();
+      Object[] values = new Object[fields.length];
+      for (int i = 0; i < fields.length; i++) {
+        values[i] = fromPythonValue(m.get(fields[i].name()), fields[i].dataType());
+      }
+      return RowFactory.create(values);
+    }
+    if (t instanceof ArrayType at) {
+      List<Object> out = new ArrayList<>();
+      for (Object e : iterable(v)) out.add(fromPythonValue(e, at.elementType()));
+      return out;
+    }
+    if (t == DataTypes.StringType) {
+      if (v instanceof Calendar c) return Instant.ofEpochMilli(c.getTimeInMillis()).toString();
+      if (v instanceof Map<?, ?> || v instanceof List<?>) return String.valueOf(v);
+      return v.toString();
+    }
+    if (t == DataTypes.LongType) return ((Number) v).longValue();
+    if (t == DataTypes.IntegerType) return ((Number) v).intValue();
+    if (t == DataTypes.ShortType) return ((Number) v).shortValue();
+    if (t == DataTypes.ByteType) return ((Number) v).byteValue();
+    if (t == DataTypes.DoubleType) return ((Number) v).doubleValue();
+    if (t == DataTypes.FloatType) return ((Number) v).floatValue();
+    if (t instanceof DecimalType) {
+      return v instanceof BigDecimal b ? b : new BigDecimal(v.toString());
+    }
+    if (t == DataTypes.DateType) {
+      Calendar c = (Calendar) v;
+      return java.sql.Date.valueOf(LocalDate.of(c.get(Calendar.YEAR),
+          c.get(Calendar.MONTH) + 1, c.get(Calendar.DAY_OF_MONTH)));
+    }
+    if (t == DataTypes.TimestampType) return new Timestamp(((Calendar) v).getTimeInMillis());
+    if (t == DataTypes.TimestampNTZType) {
+      Calendar c = (Calendar) v;
+      return LocalDateTime.ofInstant(c.toInstant(), c.getTimeZone().toZoneId());
+    }
+    return v; // boolean, binary
+  }
+
+  // --- picklers for dates and times (Python's datetime.date and naive datetime) -----------
+  private static volatile boolean registered;
+
+  static void registerPicklers() {
+    if (registered) return;
+    synchronized (PythonRecords.class) {
+      if (registered) return;
+      Pickler.registerCustomPickler(PyDate.class, new DatetimePickler("date"));
+      Pickler.registerCustomPickler(PyDateTime.class, new DatetimePickler("datetime"));
+      registered = true;
+    }
+  }
+
+  /** datetime.date(y, m, d). */
+  record PyDate(int y, int m, int d) implements Serializable {
+    static PyDate of(LocalDate d) {
+      return new PyDate(d.getYear(), d.getMonthValue(), d.getDayOfMonth());
+    }
+  }
+
+  /** A naive datetime.datetime in the session time zone (as PySpark's collect gives it). */
+  record PyDateTime(LocalDateTime t) implements Serializable {
+    static PyDateTime of(Instant i, String zone) {
+      return new PyDateTime(LocalDateTime.ofInstant(i, ZoneId.of(zone)));
+    }
+  }
+
+  private static final class DatetimePickler implements IObjectPickler {
+    private final String cls;
+
+    DatetimePickler(String cls) {
+      this.cls = cls;
+    }
+
+    @Override
+    public void pickle(Object o, OutputStream out, Pickler p) throws IOException {
+      out.write(Opcodes.GLOBAL);
+      out.write(("datetime\n" + cls + "\n").getBytes(StandardCharsets.UTF_8));
+      out.write(Opcodes.MARK);
+      if (o instanceof PyDate d) {
+        p.save(d.y());
+        p.save(d.m());
+        p.save(d.d());
+      } else {
+        LocalDateTime t = ((PyDateTime) o).t();
+        for (int v : new int[] {t.getYear(), t.getMonthValue(), t.getDayOfMonth(), t.getHour(),
+            t.getMinute(), t.getSecond(), t.getNano() / 1000}) {
+          p.save(v);
+        }
+      }
+      out.write(Opcodes.TUPLE);
+      out.write(Opcodes.REDUCE);
+    }
+  }
+}
