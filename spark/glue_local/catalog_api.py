@@ -8,6 +8,7 @@ API; errors are GlueError with Glue's codes. State lives under
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import threading
 import time
@@ -15,10 +16,26 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cdclab.atomic import write_json
+from cdclab.settings import ENV_CATALOG_URI
+from glue_local import iceberg_tables
 from glue_local.errors import GlueError, already_exists, invalid_input, not_found
 
 CATALOG_ID = "000000000000"
 _lock = threading.RLock()
+log = logging.getLogger("glue_local.catalog_api")
+
+
+def _iceberg(ctx, call: str, *args):
+    """Ask the Iceberg REST catalog (GlueCatalog's tables, as AWS shows them); None when
+    there is none configured or it does not answer (the Glue tables still work)."""
+    uri = (getattr(ctx, "env", None) or {}).get(ENV_CATALOG_URI)
+    if not uri:
+        return None
+    try:
+        return getattr(iceberg_tables.RestCatalog(uri), call)(*args)
+    except (OSError, ValueError) as e:
+        log.warning("Iceberg REST catalog %s: %s failed: %s", uri, call, e)
+        return None
 
 
 def _root(ctx) -> Path:
@@ -52,9 +69,21 @@ def _write(path: Path, data: dict) -> None:
 
 def _database(ctx, name: str) -> dict:
     path = _db_dir(ctx, name) / "database.json"
-    if not path.exists():
+    if path.exists():
+        return _read(path)
+    namespace = _iceberg(ctx, "namespace", name)
+    if namespace is None:
         raise not_found(f"Database {name} not found.")
-    return _read(path)
+    return _namespace_database(name, namespace)
+
+
+def _namespace_database(name: str, namespace: dict) -> dict:
+    """An Iceberg namespace as the Glue database GlueCatalog creates for it."""
+    props = dict(namespace.get("properties") or {})
+    db = {"Name": name, "CatalogId": CATALOG_ID, "Parameters": props}
+    if props.get("location"):
+        db["LocationUri"] = props["location"]
+    return db
 
 
 def create_database(ctx, req: dict) -> dict:
@@ -75,16 +104,27 @@ def get_database(ctx, req: dict) -> dict:
 
 def get_databases(ctx, req: dict) -> dict:
     root = _root(ctx)
-    dbs = sorted(root.glob("*/database.json")) if root.exists() else []
-    return {"DatabaseList": [_read(p) for p in dbs]}
+    dbs = [_read(p) for p in sorted(root.glob("*/database.json"))] if root.exists() else []
+    names = {d["Name"] for d in dbs}
+    for ns in _iceberg(ctx, "namespaces") or []:
+        if ns not in names:
+            dbs.append(_namespace_database(ns, _iceberg(ctx, "namespace", ns) or {}))
+    return {"DatabaseList": sorted(dbs, key=lambda d: d["Name"])}
 
 
 def delete_database(ctx, req: dict) -> dict:
     name = _name(req, "Name", "database name")
     with _lock:
         _database(ctx, name)
+        _local_only(_db_dir(ctx, name), f"database {name}")
         shutil.rmtree(_db_dir(ctx, name))
     return {}
+
+
+def _local_only(path: Path, what: str) -> None:
+    if not path.exists():
+        raise invalid_input(f"cdclab: {what} is an Iceberg object of the local REST catalog: "
+                            "change it through Iceberg (Spark SQL), not the Glue API")
 
 
 def _table_path(ctx, database: str, table: str) -> Path:
@@ -115,9 +155,12 @@ def create_table(ctx, req: dict) -> dict:
 def _table(ctx, database: str, table: str) -> dict:
     _database(ctx, database)
     path = _table_path(ctx, database, table)
-    if not path.exists():
+    if path.exists():
+        return _read(path)
+    loaded = _iceberg(ctx, "load", database, table)
+    if loaded is None:
         raise not_found(f"Table {table} not found in database {database}.")
-    return _read(path)
+    return iceberg_tables.glue_table(database, table, loaded, CATALOG_ID)
 
 
 def get_table(ctx, req: dict) -> dict:
@@ -128,8 +171,13 @@ def get_table(ctx, req: dict) -> dict:
 def get_tables(ctx, req: dict) -> dict:
     database = _name(req, "DatabaseName", "database name")
     _database(ctx, database)
-    tables = sorted((_db_dir(ctx, database) / "tables").glob("*.json"))
-    return {"TableList": [_read(p) for p in tables]}
+    tables = [_read(p) for p in sorted((_db_dir(ctx, database) / "tables").glob("*.json"))]
+    names = {t["Name"] for t in tables}
+    for name in _iceberg(ctx, "tables", database) or []:
+        loaded = name not in names and _iceberg(ctx, "load", database, name)
+        if loaded:
+            tables.append(iceberg_tables.glue_table(database, name, loaded, CATALOG_ID))
+    return {"TableList": sorted(tables, key=lambda t: t["Name"])}
 
 
 def update_table(ctx, req: dict) -> dict:
@@ -137,6 +185,7 @@ def update_table(ctx, req: dict) -> dict:
     with _lock:
         name = _name(req.get("TableInput") or {}, "Name", "table name")
         current = _table(ctx, database, name)
+        _local_only(_table_path(ctx, database, name), f"table {database}.{name}")
         _write(_table_path(ctx, database, name),
                _table_record(req, database, current.get("CreateTime")))
     return {}
@@ -147,6 +196,7 @@ def delete_table(ctx, req: dict) -> dict:
     name = _name(req, "Name", "table name")
     with _lock:
         _table(ctx, database, name)
+        _local_only(_table_path(ctx, database, name), f"table {database}.{name}")
         _table_path(ctx, database, name).unlink()
     return {}
 

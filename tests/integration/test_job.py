@@ -116,6 +116,23 @@ class Tables:
                 {int(r["id"]): r["change_seq"] for r in tombs}, quarantine)
 
 
+def assert_iceberg_tables_in_the_glue_catalog(glue, p) -> None:
+    """The job's Iceberg tables show in the Glue API as GlueCatalog shows them on AWS."""
+    db = p.lake.glue_database
+    silver = glue.get_table(DatabaseName=db, Name=p.lake.silver_table)["Table"]
+    assert silver["TableType"] == "EXTERNAL_TABLE"
+    assert silver["Parameters"]["table_type"] == "ICEBERG"
+    assert silver["Parameters"]["metadata_location"].startswith("s3://")
+    assert silver["Parameters"]["metadata_location"].endswith(".metadata.json")
+    columns = {c["Name"]: c for c in silver["StorageDescriptor"]["Columns"]}
+    assert columns["id"]["Type"] == "int"
+    assert columns["id"]["Parameters"]["iceberg.field.current"] == "true"
+    names = {t["Name"] for t in glue.get_tables(DatabaseName=db)["TableList"]}
+    assert {p.lake.bronze_table, p.lake.silver_table, p.lake.tombstone_table} <= names
+    with pytest.raises(glue.exceptions.InvalidInputException, match="Iceberg"):
+        glue.delete_table(DatabaseName=db, Name=p.lake.silver_table)
+
+
 def run_job(glue, endpoint: str, job: str, timeout: float = 900.0,
             arguments: dict[str, str] | None = None) -> dict:
     run_id = glue.start_job_run(JobName=job, Arguments=arguments or {})["JobRunId"]
@@ -160,6 +177,7 @@ def test_job_matches_merge_model_out_of_order_and_replayed(iceberg_rest: dict, e
         silver, tombs = apply_batch({}, {}, FULL_LOAD + CDC_B)
         assert tables.read()[:2] == (silver, tombs)
         assert (m1["files"], m1["rows_read"], m1["quarantined"]) == (2, 9, 1)
+        assert_iceberg_tables_in_the_glue_catalog(glue, p)
 
         # run 2: the EARLIER CDC file arrives late; bookmarks skip the processed files
         upload("20260105-090140000.csv", dms_csv(CDC_A))
