@@ -7,6 +7,7 @@ API; errors are GlueError with Glue's codes. State lives under
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import shutil
@@ -32,7 +33,7 @@ def _iceberg(ctx, call: str, *args):
     if not uri:
         return None
     try:
-        return getattr(iceberg_tables.RestCatalog(uri), call)(*args)
+        return getattr(_rest_catalog(uri), call)(*args)
     except (OSError, ValueError) as e:
         log.warning("Iceberg REST catalog %s: %s failed: %s", uri, call, e)
         return None
@@ -77,6 +78,11 @@ def _database(ctx, name: str) -> dict:
     return _namespace_database(name, namespace)
 
 
+@functools.lru_cache(maxsize=4)
+def _rest_catalog(uri: str) -> iceberg_tables.RestCatalog:
+    return iceberg_tables.RestCatalog(uri)  # one per URI: its /v1/config is read once
+
+
 def _namespace_database(name: str, namespace: dict) -> dict:
     """An Iceberg namespace as the Glue database GlueCatalog creates for it."""
     props = dict(namespace.get("properties") or {})
@@ -91,7 +97,7 @@ def create_database(ctx, req: dict) -> dict:
     name = _name(db_input, "Name", "database name")
     with _lock:
         path = _db_dir(ctx, name) / "database.json"
-        if path.exists():
+        if path.exists() or _iceberg(ctx, "namespace", name) is not None:
             raise already_exists(f"Database already exists: {name}")
         _write(path, {**db_input, "Name": name, "CreateTime": time.time(),
                       "CatalogId": req.get("CatalogId", CATALOG_ID)})
@@ -146,7 +152,7 @@ def create_table(ctx, req: dict) -> dict:
         _database(ctx, database)
         record = _table_record(req, database, None)
         path = _table_path(ctx, database, record["Name"])
-        if path.exists():
+        if path.exists() or _iceberg(ctx, "load", database, record["Name"]) is not None:
             raise already_exists(f"Table already exists: {database}.{record['Name']}")
         _write(path, record)
     return {}

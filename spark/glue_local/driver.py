@@ -56,26 +56,50 @@ class Driver:
         self._conf: dict[str, str] = {}  # the driver-level settings it was started with
         self._base: dict[str, str | None] = {}  # their values before the first override
         self._users = 0
+        self._restart_pending = False  # a run waits to restart it: no new run joins
         self._scratch = None  # a session only used to ask which settings are runtime ones
 
-    def session(self, conf: Mapping[str, str] | None = None):
-        """The driver, started (or restarted once idle) with `conf` if that differs."""
+    def session(self, conf: Mapping[str, str] | None = None,
+                abort: Callable[[], bool] = lambda: False):
+        """The driver, started (or restarted once idle) with `conf` if that differs. While a
+        restart waits for the runs using the driver to leave, no new run joins them."""
         wanted = dict(conf or {})
         with self._cond:
-            while True:
-                alive = self._session is not None and session_alive(self._session)
-                if alive and (conf is None or wanted == self._conf):
-                    return self._session
-                if not alive or self._users == 0:
-                    self._restart(wanted if conf is not None else self._conf)
-                    return self._session
-                self._cond.wait()
+            mine = False  # this caller waits for the runs to leave, to restart the driver
+            try:
+                while True:
+                    alive = self._session is not None and session_alive(self._session)
+                    matches = alive and (conf is None or wanted == self._conf)
+                    if matches and (not self._restart_pending or mine):
+                        return self._session
+                    if not matches and (not alive or self._users == 0):
+                        self._restart(wanted if conf is not None else self._conf)
+                        return self._session
+                    if abort():
+                        return None
+                    if not matches and not self._restart_pending:
+                        self._restart_pending = mine = True
+                    self._cond.wait(timeout=5.0)
+            finally:
+                if mine:
+                    self._restart_pending = False
+                    self._cond.notify_all()
+
+    def wake(self) -> None:
+        """Let waiting runs look again (one of them was stopped)."""
+        with self._cond:
+            self._cond.notify_all()
 
     @contextmanager
-    def use(self, conf: Mapping[str, str]) -> Iterator[object]:
-        """Hold the driver (with these driver-level settings) for one run."""
+    def use(self, conf: Mapping[str, str],
+            abort: Callable[[], bool] = lambda: False) -> Iterator[object]:
+        """Hold the driver (with these driver-level settings) for one run; None if `abort`
+        turned true while waiting for it."""
         with self._cond:
-            session = self.session(conf)
+            session = self.session(conf, abort)
+            if session is None:
+                yield None
+                return
             self._users += 1
         try:
             yield session

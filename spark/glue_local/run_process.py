@@ -63,8 +63,12 @@ def open_session(sc: SparkContext, conf: dict[str, str]) -> SparkSession:
     jsession = root.newSession()
     for key, value in conf.items():
         jsession.conf().set(key, value)
-    spark = SparkSession(sc, jsession)  # becomes this process's SparkSession
-    jvm.SparkSession.setDefaultSession(root)
+    # PySpark makes the first SparkSession wrapper of a process the JVM's *default* session
+    # (shared by all runs): let that be the default it already is, so runs starting at the
+    # same time never swap it; then the run's session is this process's one
+    SparkSession(sc, root)
+    spark = SparkSession(sc, jsession)
+    SparkSession._instantiatedSession = SparkSession._activeSession = spark
     jvm.SparkSession.setActiveSession(jsession)  # for the JVM side of awsglue
     return spark
 

@@ -16,12 +16,14 @@ needs the driver; `--warm` starts it with the service.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import logging
 import os
 import queue
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -112,6 +114,20 @@ def _spawn() -> subprocess.Popen:
         start_new_session=True, text=True, encoding="utf-8", errors="replace", bufsize=1)
 
 
+def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+    """Signal the run's process group (it leads its own session)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)
+
+
+def _reap_group(proc: subprocess.Popen) -> None:
+    """Once the run's process exits, what it left running goes too (on Glue the job's
+    cluster ends with the script), so nothing holds the output pipe open."""
+    proc.wait()
+    time.sleep(1.0)
+    _signal_group(proc, signal.SIGKILL)
+
+
 @dataclass
 class _Active:
     job_name: str
@@ -195,32 +211,41 @@ class Runner:
 
     # processes
     def _take_process(self) -> subprocess.Popen:
-        """A run process that has imported PySpark/awsglue; the next one starts now."""
+        """A run process (the spare one, which has imported PySpark/awsglue, if there is
+        one); the next spare starts now."""
         with self._spare_lock:
             proc, self._spare = self._spare, None
             if proc is None or proc.poll() is not None:
                 proc = _spawn()
             if not self._closing:
                 self._spare = _spawn()
+        return proc
+
+    @staticmethod
+    def _wait_ready(proc: subprocess.Popen) -> None:
         before = []  # e.g. warnings printed while importing
         for line in proc.stdout:
             if line.strip() == "ready":
-                return proc
+                return
             before.append(line)
         proc.wait()
         raise RuntimeError("the run process failed to start: " + "".join(before).strip()[-2000:])
 
     def _end(self, run_id: str, reason: str) -> None:
-        """Cancel a run's Spark jobs and end its process (SIGTERM, then SIGKILL)."""
+        """End a run: its process group (the script and anything it started) gets SIGTERM,
+        then SIGKILL; its Spark jobs are cancelled (again once the process is gone)."""
         active = self._active.get(run_id)
         if active is None or active.ended_by is not None:
             return
         active.ended_by = reason
-        self.driver.cancel(run_id)
+        self.driver.wake()  # a run waiting for the driver gives up
         proc = active.proc
         if proc is not None and proc.poll() is None:
-            proc.terminate()
-            threading.Timer(STOP_GRACE_SECONDS, lambda: proc.poll() is None and proc.kill()).start()
+            _signal_group(proc, signal.SIGTERM)
+            timer = threading.Timer(STOP_GRACE_SECONDS, _signal_group, (proc, signal.SIGKILL))
+            timer.daemon = True
+            timer.start()
+        self.driver.cancel(run_id)
 
     # worker
     def _loop(self, warm: bool) -> None:
@@ -361,7 +386,9 @@ class Runner:
             if plan.driver_conf:
                 note(f"driver settings {sorted(plan.driver_conf)}: this run uses a Spark "
                      "driver started with them (it waits until other runs leave the driver)")
-            with self.driver.use(plan.driver_conf) as session:
+            with self.driver.use(plan.driver_conf, lambda: active.ended_by is not None) as session:
+                if active.ended_by:
+                    return "FAILED", None
                 spec |= {"gateway": gateway_of(session), "conf": plan.conf}
                 return self._run_process(spec, out, active)
 
@@ -369,18 +396,30 @@ class Runner:
         if active.ended_by:
             return "FAILED", None  # stopped while being prepared: _process names the state
         proc = active.proc = self._take_process()
-        if active.ended_by:  # stopped in between: _end found no process to end
-            proc.kill()
+        threading.Thread(target=_reap_group, args=(proc,), daemon=True).start()
         try:
-            proc.stdin.write(json.dumps(spec) + "\n")
-            proc.stdin.close()
-        except OSError:
-            pass  # it died: its exit status below says so
-        for line in proc.stdout:
-            out.write(line)
-            out.flush()
-            sys.__stderr__.write(line)
-        proc.wait()
+            if active.ended_by:  # stopped in between: _end may have missed the process
+                _signal_group(proc, signal.SIGKILL)
+            self._wait_ready(proc)
+            try:
+                proc.stdin.write(json.dumps(spec) + "\n")
+                proc.stdin.close()
+            except OSError:
+                pass  # it died: its exit status below says so
+            for line in proc.stdout:
+                out.write(line)
+                out.flush()
+                sys.__stderr__.write(line)
+            proc.wait()
+        finally:
+            if proc.poll() is None:  # the runner failed while the run went on: end it
+                _signal_group(proc, signal.SIGKILL)
+                proc.wait()
+            for stream in (proc.stdin, proc.stdout):
+                with contextlib.suppress(OSError):
+                    stream.close()
+            if active.ended_by:  # jobs it submitted while being ended
+                self.driver.cancel(spec["run_id"])
         result_path = Path(spec["result"])
         if result_path.exists():
             result = json.loads(result_path.read_text())

@@ -194,6 +194,29 @@ def test_map_and_filter_run_python_functions_on_records(glue, spark) -> None:
         people.map(lambda r: r["id"] // 0, stageThreshold=2)
 
 
+def test_map_keeps_instants_map_columns_and_flags_non_records(glue, spark) -> None:
+
+    from awsglue.dynamicframe import DynamicFrame
+
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")  # not the JVM's zone
+    try:
+        df = spark.sql("SELECT 1 AS id, TIMESTAMP '2024-07-01 12:34:56.789' AS ts, "
+                       "map('a', 1, 'b', 2) AS props")
+        frame = DynamicFrame.fromDF(df, glue, "t")
+        same = frame.map(lambda r: r).toDF()
+        assert [(f.name, f.dataType) for f in same.schema] == [
+            (f.name, f.dataType) for f in df.schema]  # a DynamicFrame has no NOT NULL
+        assert same.collect() == df.collect()  # the same instant, the same map
+        seen = frame.map(lambda r: {**r, "hour": r["ts"].hour}).toDF().collect()
+        assert seen[0].hour == 12  # Python saw the session's wall-clock time
+        odd = frame.mapPartitions(lambda rows: iter([1, *rows]))
+        assert odd.count() == 1 and odd.errorsCount() == 1
+        [error] = odd.errorsAsDynamicFrame().toDF().collect()
+        assert "returned int where a record was expected" in error.errorMessage
+    finally:
+        spark.conf.unset("spark.sql.session.timeZone")
+
+
 def test_unsupported_calls_fail_with_a_named_error(glue, spark) -> None:
     from awsglue.dynamicframe import DynamicFrame
 

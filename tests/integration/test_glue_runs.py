@@ -7,6 +7,7 @@ Real boto3 against the in-process Glue API; the driver is tests/resources/spark.
 
 from __future__ import annotations
 
+import subprocess
 import textwrap
 import time
 import zipfile
@@ -227,3 +228,28 @@ def test_unsupported_lake_format_and_a_stopped_spark_run(glue):
     client.batch_stop_job_run(JobName="busy", JobRunIds=[run_id])
     assert finish(client, "busy", run_id, timeout=60)["JobRunState"] == "STOPPED"
     succeeded(client, "delta", Arguments={"--datalake-formats": "iceberg"})  # driver still up
+
+
+LEAVES_A_CHILD = """
+    import subprocess, sys, time
+    # a helper that outlives the script and holds its output open
+    subprocess.Popen(["sleep", "600"])
+    if "--wait" in sys.argv:
+        time.sleep(600)
+"""
+
+
+def test_what_a_run_started_ends_with_it(glue):
+    client, _, tmp = glue
+    job(client, tmp, "orphans", LEAVES_A_CHILD)
+    started = time.monotonic()
+    succeeded(client, "orphans")  # finishes although `sleep 600` still held the pipe
+    run_id = client.start_job_run(JobName="orphans", Arguments={"--wait": "1"})["JobRunId"]
+    while client.get_job_run(JobName="orphans", RunId=run_id)["JobRun"]["JobRunState"] != "RUNNING":
+        time.sleep(0.1)
+    time.sleep(1)
+    client.batch_stop_job_run(JobName="orphans", JobRunIds=[run_id])
+    assert finish(client, "orphans", run_id, timeout=30)["JobRunState"] == "STOPPED"
+    assert time.monotonic() - started < 60
+    left = subprocess.run(["pgrep", "-f", "^sleep 600$"], capture_output=True, text=True)
+    assert left.stdout.strip() == ""  # neither run's helper is left behind

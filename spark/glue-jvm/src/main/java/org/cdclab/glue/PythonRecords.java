@@ -116,8 +116,9 @@ public final class PythonRecords {
   @SuppressWarnings("unchecked")
   public static Result fromPython(SparkSession spark, StructType input, JavaRDD<byte[]> pickled,
                                   long stageThreshold) {
+    String zone = spark.sessionState().conf().sessionLocalTimeZone();
     JavaRDD<Map<String, Object>> parsed = SerDeUtil.pythonToJava(pickled, true)
-        .map(o -> (Map<String, Object>) o)
+        .map(PythonRecords::normalize)
         .persist(StorageLevel.MEMORY_AND_DISK());
     JavaRDD<Map<String, Object>> errors = parsed.filter(PythonRecords::isError);
     Inferred inferred = parsed.mapPartitions(it -> List.of(Inferred.of(it, input)).iterator())
@@ -128,8 +129,39 @@ public final class PythonRecords {
     }
     StructType schema = inferred.schema(input);
     JavaRDD<Row> rows = parsed.filter(r -> !isError(r))
-        .map(r -> (Row) fromPythonValue(r.get("record"), schema));
+        .map(r -> (Row) fromPythonValue(r.get("record"), schema, zone));
     return new Result(spark.createDataFrame(rows, schema), errors, inferred.errors);
+  }
+
+  /** What came back from Python as a record wrapper; anything else is an error record
+   * (mapPartitions lets a function yield other things). */
+  @SuppressWarnings("unchecked")
+  static Map<String, Object> normalize(Object o) {
+    if (o instanceof Map<?, ?> m && m.get("record") instanceof Map<?, ?>) {
+      return (Map<String, Object>) m;
+    }
+    if (o instanceof Map<?, ?> m && Boolean.TRUE.equals(m.get("isError"))) {
+      return (Map<String, Object>) m;
+    }
+    Map<String, Object> err = new HashMap<>();
+    err.put("isError", Boolean.TRUE);
+    err.put("errorMessage", "cdclab: the Python function returned "
+        + pythonTypeName(o) + " where a record was expected");
+    err.put("record", o instanceof Map<?, ?> m ? m.get("record") : o);
+    return err;
+  }
+
+  private static String pythonTypeName(Object o) {
+    if (o == null) return "None";
+    if (o instanceof Boolean) return "bool";
+    if (o instanceof Integer || o instanceof Long || o instanceof BigInteger) return "int";
+    if (o instanceof Double) return "float";
+    if (o instanceof String) return "str";
+    if (o instanceof byte[]) return "bytes";
+    if (o instanceof Object[]) return "tuple";
+    if (o instanceof List<?>) return "list";
+    if (o instanceof Map<?, ?>) return "dict";
+    return o.getClass().getSimpleName();
   }
 
   /** An error record's record, as JSON (dates and times as ISO-8601 text). */
@@ -237,6 +269,7 @@ public final class PythonRecords {
     if (v instanceof String) return DataTypes.StringType;
     if (v instanceof byte[]) return DataTypes.BinaryType;
     if (v instanceof Calendar) return DataTypes.TimestampType;
+    if (v instanceof Map<?, ?> && hint instanceof MapType mt) return mt; // dict of a map column
     if (v instanceof Map<?, ?> m) {
       Inferred nested = new Inferred();
       nested.add(m, hint instanceof StructType st ? st : null);
@@ -300,21 +333,27 @@ public final class PythonRecords {
         || t instanceof DecimalType;
   }
 
-  static Object fromPythonValue(Object v, DataType t) {
+  static Object fromPythonValue(Object v, DataType t, String zone) {
     if (v == null) return null;
     if (t instanceof StructType st) {
       if (!(v instanceof Map<?, ?> m)) return null;
       StructField[] fields = st.fields();
       Object[] values = new Object[fields.length];
       for (int i = 0; i < fields.length; i++) {
-        values[i] = fromPythonValue(m.get(fields[i].name()), fields[i].dataType());
+        values[i] = fromPythonValue(m.get(fields[i].name()), fields[i].dataType(), zone);
       }
       return RowFactory.create(values);
     }
     if (t instanceof ArrayType at) {
       List<Object> out = new ArrayList<>();
-      for (Object e : iterable(v)) out.add(fromPythonValue(e, at.elementType()));
-      return out;
+      for (Object e : iterable(v)) out.add(fromPythonValue(e, at.elementType(), zone));
+      return JavaConverters.asScalaBuffer(out).toSeq(); // a Row's external array type
+    }
+    if (t instanceof MapType mt) {
+      Map<Object, Object> out = new LinkedHashMap<>();
+      ((Map<?, ?>) v).forEach((k, x) -> out.put(fromPythonValue(k, mt.keyType(), zone),
+          fromPythonValue(x, mt.valueType(), zone)));
+      return JavaConverters.mapAsScalaMap(out); // a Row's external map type
     }
     if (t == DataTypes.StringType) {
       if (v instanceof Calendar c) return Instant.ofEpochMilli(c.getTimeInMillis()).toString();
@@ -335,12 +374,19 @@ public final class PythonRecords {
       return java.sql.Date.valueOf(LocalDate.of(c.get(Calendar.YEAR),
           c.get(Calendar.MONTH) + 1, c.get(Calendar.DAY_OF_MONTH)));
     }
-    if (t == DataTypes.TimestampType) return new Timestamp(((Calendar) v).getTimeInMillis());
-    if (t == DataTypes.TimestampNTZType) {
-      Calendar c = (Calendar) v;
-      return LocalDateTime.ofInstant(c.toInstant(), c.getTimeZone().toZoneId());
+    // Python's naive datetimes are wall-clock times in the session time zone (as they were
+    // sent); Pyrolite put the fields in a Calendar of the JVM's zone: read the fields back
+    if (t == DataTypes.TimestampType) {
+      return Timestamp.from(wallClock((Calendar) v).atZone(ZoneId.of(zone)).toInstant());
     }
+    if (t == DataTypes.TimestampNTZType) return wallClock((Calendar) v);
     return v; // boolean, binary
+  }
+
+  private static LocalDateTime wallClock(Calendar c) {
+    return LocalDateTime.of(c.get(Calendar.YEAR), c.get(Calendar.MONTH) + 1,
+        c.get(Calendar.DAY_OF_MONTH), c.get(Calendar.HOUR_OF_DAY), c.get(Calendar.MINUTE),
+        c.get(Calendar.SECOND), c.get(Calendar.MILLISECOND) * 1_000_000);
   }
 
   // --- picklers for dates and times (Python's datetime.date and naive datetime) -----------
