@@ -17,6 +17,7 @@ public record CatalogTable(String name, String location, String format,
                            List<Column> columns) {
   static final String OPEN_CSV_SERDE = "org.apache.hadoop.hive.serde2.OpenCSVSerde";
   static final String LAZY_SIMPLE_SERDE = "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe";
+  public static final String ICEBERG = "iceberg";
 
   /** {@code use} names the call in errors, e.g. "from_catalog on". */
   public static CatalogTable resolve(String database, String tableName, String catalogId,
@@ -26,7 +27,9 @@ public record CatalogTable(String name, String location, String format,
     Map<String, String> params = new HashMap<>();
     if (table.getParameters() != null) params.putAll(table.getParameters());
     if ("ICEBERG".equalsIgnoreCase(params.get("table_type"))) {
-      throw Unsupported.of(use + " the Iceberg table " + name);
+      // read through the job's Iceberg Spark catalog (DataSource), not from files
+      return new CatalogTable(name, params.getOrDefault("metadata_location", ""), ICEBERG,
+          params, Map.of(), List.of());
     }
     if (table.getPartitionKeys() != null && !table.getPartitionKeys().isEmpty()) {
       throw Unsupported.of(use + " the partitioned table " + name);

@@ -6,8 +6,10 @@ import org.apache.spark.sql.DataFrameWriter;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SaveMode;
+import org.apache.spark.sql.SparkSession;
 import org.cdclab.glue.CatalogTable;
 import org.cdclab.glue.Formats;
+import org.cdclab.glue.IcebergTables;
 import org.cdclab.glue.Unsupported;
 
 /** Writes DynamicFrames to S3 paths in a format (append, like Glue's S3 sink). */
@@ -17,6 +19,7 @@ public class DataSink {
   private final String path;
   private String format;
   private JsonOptions formatOptions = JsonOptions.empty();
+  private String[] icebergTable; // database, table: an Iceberg table of the catalog
 
   DataSink(GlueContext glue, JsonOptions connection, String path, String format) {
     this.glue = glue;
@@ -38,6 +41,11 @@ public class DataSink {
                              JsonOptions additional, String catalogId) {
     CatalogTable table = CatalogTable.resolve(database, tableName, catalogId,
         "write_dynamic_frame.from_catalog to");
+    if (table.format().equals(CatalogTable.ICEBERG)) {
+      DataSink sink = new DataSink(glue, additional, null, CatalogTable.ICEBERG);
+      sink.icebergTable = new String[] {database, tableName};
+      return sink;
+    }
     DataSink sink = new DataSink(glue, additional, table.location(), table.format());
     if (sink.format.equals("csv")) {
       sink.formatOptions = new JsonOptions(java.util.Map.of("writeHeader", false));
@@ -69,6 +77,17 @@ public class DataSink {
 
   private void write(Dataset<Row> df) {
     if (format == null) throw new IllegalArgumentException("cdclab: no format for the sink " + path);
+    if (icebergTable != null) { // an Iceberg table of the catalog: append, as Glue 5 does
+      if (df.schema().fields().length == 0) return;
+      SparkSession spark = glue.sparkSession();
+      try {
+        df.writeTo(IcebergTables.sparkName(spark, icebergTable[0], icebergTable[1],
+            "write_dynamic_frame.from_catalog to")).append();
+      } catch (org.apache.spark.sql.catalyst.analysis.NoSuchTableException e) {
+        throw new IllegalStateException("cdclab: " + e.getMessage(), e);
+      }
+      return;
+    }
     // A frame without fields (e.g. a bookmarked source with nothing new) has no records to
     // write: Glue's sink writes nothing; Spark's writers would refuse the empty schema.
     if (df.schema().fields().length == 0) return;

@@ -17,6 +17,7 @@ import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.cdclab.glue.BookmarkState;
 import org.cdclab.glue.CatalogTable;
+import org.cdclab.glue.IcebergTables;
 import org.cdclab.glue.Formats;
 import org.cdclab.glue.JobRun;
 import org.cdclab.glue.Listing;
@@ -38,6 +39,7 @@ public class DataSource {
   private final StructType catalogSchema; // null: the reader's own schema
   private String format;
   private JsonOptions formatOptions;
+  private String[] iceberg; // database, table, push-down predicate: an Iceberg catalog table
 
   DataSource(GlueContext glue, String what, String ctx, JsonOptions connection, List<String> paths,
              boolean recurse, String format, JsonOptions formatOptions, StructType catalogSchema) {
@@ -68,6 +70,12 @@ public class DataSource {
   static DataSource fromCatalog(GlueContext glue, String database, String tableName, String ctx,
                                 String pushDownPredicate, JsonOptions additional, String catalogId) {
     CatalogTable table = CatalogTable.resolve(database, tableName, catalogId, "from_catalog on");
+    if (table.format().equals(CatalogTable.ICEBERG)) {
+      DataSource source = new DataSource(glue, "Iceberg table " + table.name(), ctx, additional,
+          List.of(), false, CatalogTable.ICEBERG, JsonOptions.empty(), null);
+      source.iceberg = new String[] {database, tableName, pushDownPredicate};
+      return source;
+    }
     if (pushDownPredicate != null && !pushDownPredicate.isEmpty()) {
       throw Unsupported.of("push_down_predicate on the unpartitioned table " + table.name());
     }
@@ -134,6 +142,7 @@ public class DataSource {
   public Dataset<Row> getDataFrame() {
     if (format == null) throw new IllegalArgumentException("cdclab: no format for " + what);
     SparkSession spark = glue.sparkSession();
+    if (iceberg != null) return readIceberg(spark);
     List<SourceFile> listed = Listing.list(paths, recurse, spark.sparkContext().hadoopConfiguration());
     JobRun run = JobRun.current();
     List<SourceFile> files = run == null ? listed : run.select(ctx, listed,
@@ -202,6 +211,16 @@ public class DataSource {
       df = df.select(cols.toArray(new Column[0]));
     }
     return df;
+  }
+
+  /** An Iceberg table of the Data Catalog: the current snapshot through the job's Iceberg
+   * catalog (Glue documents job bookmarks for S3 and JDBC sources only); a push-down
+   * predicate becomes a filter. */
+  private Dataset<Row> readIceberg(SparkSession spark) {
+    Dataset<Row> df = spark.table(
+        IcebergTables.sparkName(spark, iceberg[0], iceberg[1], "from_catalog on"));
+    String predicate = iceberg[2];
+    return predicate == null || predicate.isEmpty() ? df : df.where(predicate);
   }
 
   private String option(String key) {
