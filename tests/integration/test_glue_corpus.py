@@ -98,3 +98,34 @@ def test_map_drop_null_fields_and_dataframe_mix(glue, tmp_path):
         {"sku": "CD-2", "quantity": "3", "total": "6.0", "run": got["Id"]}]
     log = Path(got["LogGroupName"], f"{got['Id']}.log").read_text()
     assert "null_fields ['coupon']" in log  # AWS's DropNullFields found the all-null field
+
+
+def test_relationalize_writes_one_table_per_array(glue, tmp_path, spark):
+    src, out = tmp_path / "persons", tmp_path / "out"
+    src.mkdir()
+    persons = [
+        {"name": {"first": "Ann", "last": "Lee"}, "gender": "f",
+         "images": [{"url": "a1"}, {"url": "a2"}], "tags": ["x", "y"]},
+        {"name": {"first": "Bob", "last": "Ray"}, "gender": "m", "images": [], "tags": None},
+    ]
+    (src / "p.json").write_text("\n".join(json.dumps(p) for p in persons))
+    create(glue, "flatten", "relationalize_json.py", source=f"file://{src}",
+           target=f"file://{out}", TempDir=f"file://{tmp_path / 'temp'}")
+    run(glue, "flatten")
+    assert sorted(p.name for p in out.iterdir()) == ["root", "root_images", "root_tags"]
+
+    def table(name):
+        df = spark.read.parquet(str(out / name))
+        return df.columns, sorted(tuple(r) for r in df.collect())
+
+    cols, rows = table("root")
+    assert sorted(cols) == ["gender", "images", "name.first", "name.last", "tags"]
+    by_name = {r[cols.index("name.first")]: r for r in rows}
+    ann, bob = by_name["Ann"], by_name["Bob"]
+    assert bob[cols.index("tags")] is None  # no array: no key
+    images_cols, images = table("root_images")
+    assert images_cols == ["id", "index", "images.val.url"]
+    assert images == [(ann[cols.index("images")], 0, "a1"), (ann[cols.index("images")], 1, "a2")]
+    tags_cols, tags = table("root_tags")
+    assert tags_cols == ["id", "index", "tags.val"]
+    assert tags == [(ann[cols.index("tags")], 0, "x"), (ann[cols.index("tags")], 1, "y")]

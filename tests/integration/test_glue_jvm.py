@@ -222,7 +222,7 @@ def test_unsupported_calls_fail_with_a_named_error(glue, spark) -> None:
 
     # PySpark re-raises the JVM's UnsupportedOperationException with its message
     dyf = DynamicFrame.fromDF(spark.createDataFrame([(1,)], ["id"]), glue, "u")
-    with pytest.raises(Exception, match="cdclab: DynamicFrame.relationalize is not supported"):
-        dyf.relationalize("root", "/tmp/x")
+    with pytest.raises(Exception, match="cdclab: DynamicFrame.unnest is not supported"):
+        dyf.unnest()
     with pytest.raises(Exception, match="cdclab: connection_type dynamodb is not supported"):
         glue.create_dynamic_frame.from_options("dynamodb", {"paths": ["x"]})

@@ -19,6 +19,7 @@ import org.apache.spark.sql.types.StructType;
 import org.cdclab.glue.FieldPath;
 import org.cdclab.glue.GlueSchema;
 import org.cdclab.glue.PythonRecords;
+import org.cdclab.glue.Relationalize;
 import org.cdclab.glue.Unsupported;
 import scala.Option;
 import scala.collection.JavaConverters;
@@ -35,6 +36,7 @@ public class DynamicFrame {
   private final GlueContext glue;
   private final JavaRDD<Map<String, Object>> errorRecords; // from Python functions, or null
   private final long errorCount;
+  private String name;
 
   public DynamicFrame(Dataset<Row> df, GlueContext glue) {
     this(df, glue, null, 0L);
@@ -332,9 +334,22 @@ public class DynamicFrame {
     throw Unsupported.of("DynamicFrame.simplify_ddb_json");
   }
 
-  public Object relationalize(Object a, Object b, Object c, Object d, Object e, Object f,
-                              Object g) {
-    throw Unsupported.of("DynamicFrame.relationalize");
+  /** Relationalize (org.cdclab.glue.Relationalize): the root table and one per array. */
+  public Seq<DynamicFrame> relationalize(String rootTableName, String stagingPath,
+                                         JsonOptions options, String ctx, CallSite cs, long t1,
+                                         long t2) {
+    List<DynamicFrame> out = new ArrayList<>();
+    for (Map.Entry<String, Dataset<Row>> e : Relationalize.apply(df, rootTableName)) {
+      DynamicFrame frame = with(e.getValue());
+      frame.name = e.getKey();
+      out.add(frame);
+    }
+    return JavaConverters.asScalaBuffer(out).toSeq();
+  }
+
+  /** The frame's name (relationalize names its tables; others have none). */
+  public String getName() {
+    return name == null ? "" : name;
   }
 
   public Object mergeDynamicFrames(Object a, Object b, Object c, Object d, Object e, Object f,
