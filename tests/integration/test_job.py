@@ -167,6 +167,37 @@ def copy_silver_through_the_catalog(glue, endpoint: str, p, work: Path) -> dict:
     return run_job(glue, endpoint, "iceberg_copy")
 
 
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+# the blog's --conf value, verbatim but for the warehouse bucket (the lab's)
+BLOG_CONF = (
+    "spark.sql.extensions=org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions "
+    "--conf spark.sql.catalog.job_catalog.warehouse={warehouse} "
+    "--conf spark.sql.catalog.job_catalog=org.apache.iceberg.spark.SparkCatalog "
+    "--conf spark.sql.catalog.job_catalog.catalog-impl=org.apache.iceberg.aws.glue.GlueCatalog "
+    "--conf spark.sql.catalog.job_catalog.io-impl=org.apache.iceberg.aws.s3.S3FileIO "
+    "--conf spark.sql.catalog.glue_catalog.glue.lakeformation-enabled=true "
+    "--conf spark.sql.iceberg.handle-timestamp-without-timezone=true")
+
+
+def run_seed_blog_job(glue, endpoint: str, p, work: Path) -> dict[int, dict]:
+    table = "hosts_silver_blog"
+    glue.create_job(Name="seed_blog", Role="r", GlueVersion="5.0",
+                    Command={"Name": "glueetl",
+                             "ScriptLocation": str(CORPUS / "seed_blog_fixed.py")},
+                    DefaultArguments={"--datalake-formats": "iceberg",
+                                      "--conf": BLOG_CONF.format(warehouse=p.warehouse),
+                                      "--job-bookmark-option": "job-bookmark-enable",
+                                      "--silver_table": table})
+    run_job(glue, endpoint, "seed_blog")
+    name = f"{p.lake.catalog_name}.{p.lake.glue_database}.{table}"
+    out = work / "blog.json"
+    glue.create_job(Name="dump_blog", Role="r",
+                    Command={"Name": "glueetl", "ScriptLocation": str(work / "dump_tables.py")},
+                    DefaultArguments={"--tables": name, "--out": str(out)})
+    run_job(glue, endpoint, "dump_blog")
+    return {int(r["id"]): r for r in json.loads(out.read_text())[name]}
+
+
 def run_job(glue, endpoint: str, job: str, timeout: float = 900.0,
             arguments: dict[str, str] | None = None) -> dict:
     run_id = glue.start_job_run(JobName=job, Arguments=arguments or {})["JobRunId"]
@@ -242,5 +273,12 @@ def test_job_matches_merge_model_out_of_order_and_replayed(iceberg_rest: dict, e
         assert "compact" in m4["phase_seconds"]
         silver, tombs = apply_batch(silver, tombs, CDC_C)
         assert tables.read()[:2] == (silver, tombs)
+
+        # the seed blog's job (tests/corpus, fixed) over the same bronze files, with the
+        # blog's own --conf (GlueCatalog "job_catalog"): the same hosts as the shipped job
+        blog = run_seed_blog_job(glue, endpoint, p, tmp_path)
+        keep = ("last_updated_ts", "url", "name", "since")
+        assert {i: {k: str(r[k]) for k in keep} for i, r in blog.items()} == {
+            i: {k: str(getattr(r, k)) for k in keep} for i, r in silver.items()}
     finally:
         glue_service.stop()
