@@ -159,6 +159,37 @@ def cmd_env(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_job_add(args: argparse.Namespace) -> int:
+    from cdclab.user_jobs import JobArgumentError, add_job, parse_arguments
+
+    env = _runtime().require("minio", "glue")
+    try:
+        name = add_job(env, Path(args.script), args.name, parse_arguments(args.arg), say)
+    except JobArgumentError as exc:
+        raise ServiceError(str(exc)) from exc
+    say(f"run it: cdclab job run {name}")
+    return 0
+
+
+def cmd_job_run(args: argparse.Namespace) -> int:
+    from cdclab.user_jobs import JobArgumentError, parse_arguments, run_job
+
+    env = _runtime().require("glue")
+    try:
+        run = run_job(env, args.name, parse_arguments(args.arg), say, wait=not args.no_wait,
+                      timeout=args.timeout)
+    except JobArgumentError as exc:
+        raise ServiceError(str(exc)) from exc
+    state = run["JobRunState"]
+    if run.get("ErrorMessage"):
+        say(f"error: {run['ErrorMessage']}")
+    state_dir = env.get(settings.ENV_STATE_DIR)
+    where = (settings.glue_run_logs(Path(state_dir)) / f"{run['Id']}.log" if state_dir
+             else "cdclab logs glue")
+    say(f"run {run['Id']}: {state} (log: {where})")
+    return 0 if state in ("SUCCEEDED", "STARTING", "RUNNING", "WAITING") else 1
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from cdclab.serve import serve
 
@@ -203,6 +234,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fresh", action="store_true", help="wipe the state dir first")
     p.add_argument("--stop", action="store_true", help="stop the stack afterwards")
     p.set_defaults(func=cmd_demo)
+    p = sub.add_parser("job", help="bring your own Glue script: add it as a job, run it")
+    jobs = p.add_subparsers(dest="job_command", required=True)
+    j = jobs.add_parser("add", help="upload a Glue script and create/update its job")
+    j.add_argument("script", help="the .py Glue script")
+    j.add_argument("--name", help="job name (default: the script's file name)")
+    j.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="a default job argument (--KEY VALUE for the script); repeatable")
+    j.set_defaults(func=cmd_job_add)
+    j = jobs.add_parser("run", help="start a run of a job and follow it to the end")
+    j.add_argument("name")
+    j.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="a run argument, overriding the job's default; repeatable")
+    j.add_argument("--no-wait", action="store_true", help="return once the run started")
+    j.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait")
+    j.set_defaults(func=cmd_job_run)
     p = sub.add_parser("serve", help="run one service in the foreground (container entry point)")
     p.add_argument("service")
     p.set_defaults(func=cmd_serve)

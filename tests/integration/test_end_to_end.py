@@ -108,3 +108,37 @@ def test_cli_reports_status_and_reconcile_as_json(running_pipeline) -> None:
     report = json.loads(result.stdout)
     assert report["equal"] is True and report["mismatching_keys"] == []
     assert report["source_rows"] == report["silver_rows"] > 0
+
+
+OWN_SCRIPT = """
+import json, sys
+from awsglue.context import GlueContext
+from awsglue.utils import getResolvedOptions
+from pyspark.context import SparkContext
+args = getResolvedOptions(sys.argv, ["table", "min_id"])
+glue = GlueContext(SparkContext.getOrCreate())
+hosts = glue.create_dynamic_frame.from_catalog(
+    database="airbnb", table_name=args["table"], push_down_predicate=f"id >= {args['min_id']}")
+print("CDCLAB_METRICS " + json.dumps({"hosts": hosts.count()}))
+"""
+
+
+def test_bring_your_own_script_with_cdclab_job(running_pipeline, tmp_path) -> None:
+    """`cdclab job add` uploads a script and registers it; `cdclab job run` follows a run."""
+    _drain_and_reconcile(running_pipeline.env)
+    script = tmp_path / "count_hosts.py"
+    script.write_text(OWN_SCRIPT)
+    cli = [sys.executable, "-m", "cdclab.cli", "job"]
+    env = running_pipeline.cli_env
+    added = subprocess.run([*cli, "add", str(script), "--arg", "table=hosts_silver",
+                            "--arg", "min_id=1"], env=env, capture_output=True, text=True,
+                           timeout=120)
+    assert added.returncode == 0, added.stdout + added.stderr
+    assert "job count_hosts created" in added.stdout
+    ran = subprocess.run([*cli, "run", "count_hosts", "--arg", "min_id=2"], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "SUCCEEDED" in ran.stdout
+    bad = subprocess.run([*cli, "run", "count_hosts", "--arg", "table=nope"], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert bad.returncode == 1 and "FAILED" in bad.stdout and "nope" in bad.stdout
