@@ -211,15 +211,20 @@ class Runner:
 
     # processes
     def _take_process(self) -> subprocess.Popen:
-        """A run process (the spare one, which has imported PySpark/awsglue, if there is
-        one); the next spare starts now."""
+        """A run process: the spare one (PySpark/awsglue already imported) if there is one."""
         with self._spare_lock:
             proc, self._spare = self._spare, None
-            if proc is None or proc.poll() is not None:
-                proc = _spawn()
-            if not self._closing:
-                self._spare = _spawn()
+        if proc is None or proc.poll() is not None:
+            proc = _spawn()
         return proc
+
+    def _ensure_spare(self) -> None:
+        """Start the next spare process. Called when a run ends, not when it starts: its
+        imports (a second of CPU) would otherwise compete with the run (bench/)."""
+        with self._spare_lock:
+            if self._closing or (self._spare is not None and self._spare.poll() is None):
+                return
+            self._spare = _spawn()
 
     @staticmethod
     def _wait_ready(proc: subprocess.Popen) -> None:
@@ -259,9 +264,7 @@ class Runner:
                          time.monotonic() - started)
             except Exception:
                 log.exception("warm SparkSession failed; runs needing Spark will retry it")
-        with self._spare_lock:
-            if self._spare is None and not self._closing:
-                self._spare = _spawn()
+        self._ensure_spare()
         while True:
             try:
                 item = self._queue.get(timeout=SETTLE_INTERVAL_SECONDS)
@@ -278,6 +281,8 @@ class Runner:
             self._process(job_name, run_id)
         except Exception:
             log.exception("runner error on run %s", run_id)
+        finally:
+            self._ensure_spare()
 
     def _process(self, job_name: str, run_id: str) -> None:
         with self.store.lock:
