@@ -152,4 +152,3 @@ class RunPlan:
     notes: list[str] = field(default_factory=list)
     py_paths: list[str] = field(default_factory=list)  # sys.path for driver and workers
     jars: list[str] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)  # copied into the working directory

@@ -338,8 +338,9 @@ class Runner:
         """Files, jars and modules fetched; `--conf` parsed (split later, on the driver)."""
         plan = run_args.RunPlan()
         run_args.datalake_formats(args.get(run_args.DATALAKE_FORMATS))
-        if run_args.worker_note(job):
-            note(run_args.worker_note(job))
+        workers = run_args.worker_note(job)
+        if workers:
+            note(workers)
         plan.py_paths = run_setup.python_paths(
             run_args.csv_list(args.get(run_args.EXTRA_PY_FILES)), work)
         for location in run_args.csv_list(args.get(run_args.EXTRA_FILES)):

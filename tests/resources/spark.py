@@ -19,14 +19,6 @@ import pytest
 _STATE = tempfile.mkdtemp(prefix="cdclab-glue-state-")
 
 
-def _alive(session) -> bool:
-    try:
-        jsc = session.sparkContext._jsc
-        return jsc is not None and not jsc.sc().isStopped()
-    except Exception:
-        return False
-
-
 def glue_session(env: Mapping[str, str] | None = None,
                  extra_conf: Mapping[str, str] | None = None):
     """The test driver (started, or restarted with extra_conf when that is given)."""
@@ -34,10 +26,11 @@ def glue_session(env: Mapping[str, str] | None = None,
     from pyspark.sql import SparkSession
 
     from glue_local import glue_jvm
+    from glue_local.driver import session_alive
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers import awsglue too
     current = SparkSession._instantiatedSession
-    if not extra_conf and current is not None and _alive(current) and \
+    if not extra_conf and current is not None and session_alive(current) and \
             current.conf.get("spark.cdclab.stateDir", None) == _STATE:
         return current
     if SparkContext._active_spark_context is not None:
