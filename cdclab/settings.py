@@ -123,6 +123,14 @@ class DmsSettings:
     cdc_max_batch_interval_seconds: int
     cdc_min_file_size_kb: int
     max_file_size_kb: int
+    # PostgreSQL source endpoint settings (CHAP_Source.PostgreSQL), AWS's defaults
+    trim_space_in_char: bool = True
+    map_unbounded_numeric_as_string: bool = False
+    # What AWS does not document; the lab's choices (docs/dms-fidelity.md)
+    pk_update_handling: str = "update"  # update | delete-insert
+    unchanged_toast: str = "lookup"  # lookup | null
+    bytea_format: str = "hex"  # hex | base64 | postgres
+    timestamptz_time_zone: str = "UTC"
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,16 @@ def s3_target_settings(p: PipelineSettings, *, bucket: str, role_arn: str) -> di
     }
 
 
+def postgres_source_settings(p: PipelineSettings) -> tuple[dict[str, Any], str | None]:
+    """(PostgreSQLSettings, ExtraConnectionAttributes) of the source endpoint: the
+    source settings the emitter follows. MapUnboundedNumericAsString is an extra
+    connection attribute only (it is not in the API's PostgreSQLSettings)."""
+    settings = {"TrimSpaceInChar": p.dms.trim_space_in_char}
+    extra = ("MapUnboundedNumericAsString=true"
+             if p.dms.map_unbounded_numeric_as_string else None)
+    return settings, extra
+
+
 def table_mappings(p: PipelineSettings) -> dict[str, Any]:
     """Select the source table and add the change-sequence column the job dedups by."""
     locator = {"schema-name": p.source.schema, "table-name": p.source.table}

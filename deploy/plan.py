@@ -299,6 +299,7 @@ def _dms_resources(
     if opts.source_endpoint_arn:
         source = {"Arn": opts.source_endpoint_arn}
     if opts.create_source_endpoint:
+        source_settings, extra = dms.postgres_source_settings(pa)
         res.append(
             Resource(
                 "dms-endpoint",
@@ -313,7 +314,9 @@ def _dms_resources(
                     "PostgreSQLSettings": {
                         "SecretsManagerSecretId": opts.source_secret_arn,
                         "SecretsManagerAccessRoleArn": n.role_arn(n.dms_secrets_role),
+                        **source_settings,
                     },
+                    **({"ExtraConnectionAttributes": extra} if extra else {}),
                     "Tags": tags,
                 },
                 "PostgreSQL source (credentials from Secrets Manager)",

@@ -1,8 +1,9 @@
 """Pure batcher: groups whole transactions into files like DMS CdcMaxBatchInterval/CdcMinFileSize.
 
 A batch closes at a transaction boundary once its oldest transaction has waited
-`interval_s` or its size reached `size_bytes`. Transactions are added whole, so a file
-never holds part of a transaction.
+`interval_s` or its size reached `size_bytes`. Transactions are added whole. A file
+holds one header: a schema change (a new column list) starts a new file, even inside a
+transaction, so the writer splits a batch into its runs of one header.
 """
 
 from __future__ import annotations
@@ -11,15 +12,33 @@ from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
+class Segment:
+    header: tuple[str, ...]  # the table's columns these rows carry
+    lines: tuple[str, ...]  # encoded CSV rows
+
+
+@dataclass(frozen=True)
 class Transaction:
     commit_lsn: int
     end_lsn: int  # confirming this LSN releases the transaction from the slot
-    lines: tuple[str, ...]  # encoded CSV rows
-    size: int  # bytes of `lines` (UTF-8)
+    segments: tuple[Segment, ...]
+    size: int  # bytes of all lines (UTF-8)
 
     @classmethod
-    def of(cls, commit_lsn: int, end_lsn: int, lines: list[str]) -> Transaction:
-        return cls(commit_lsn, end_lsn, tuple(lines), sum(len(s.encode()) for s in lines))
+    def of(cls, commit_lsn: int, end_lsn: int, lines: list[str],
+           header: tuple[str, ...] = ()) -> Transaction:
+        return cls.of_segments(commit_lsn, end_lsn, [Segment(header, tuple(lines))])
+
+    @classmethod
+    def of_segments(cls, commit_lsn: int, end_lsn: int,
+                    segments: list[Segment]) -> Transaction:
+        kept = tuple(s for s in segments if s.lines)
+        size = sum(len(line.encode()) for s in kept for line in s.lines)
+        return cls(commit_lsn, end_lsn, kept, size)
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        return tuple(line for s in self.segments for line in s.lines)
 
 
 @dataclass
@@ -35,6 +54,16 @@ class Batch:
     @property
     def lines(self) -> list[str]:
         return [line for t in self.transactions for line in t.lines]
+
+    def files(self) -> list[Segment]:
+        """The batch as files: consecutive rows of one header share a file."""
+        runs: list[tuple[tuple[str, ...], list[str]]] = []
+        for seg in (s for t in self.transactions for s in t.segments):
+            if runs and runs[-1][0] == seg.header:
+                runs[-1][1].extend(seg.lines)
+            else:
+                runs.append((seg.header, list(seg.lines)))
+        return [Segment(header, tuple(lines)) for header, lines in runs]
 
 
 class Batcher:

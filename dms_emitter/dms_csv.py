@@ -101,7 +101,7 @@ def chunk_lines(lines: Iterable[str], max_bytes: int) -> Iterator[list[str]]:
 
 
 def load_file_name(number: int) -> str:
-    return f"LOAD{number:08d}.csv"
+    return f"LOAD{number:08X}.csv"
 
 
 def cdc_file_name(moment: datetime, previous: str | None = None) -> str:

@@ -2,14 +2,41 @@
 
 from __future__ import annotations
 
+import re
 import select
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import psycopg
 from psycopg import pq, sql
+from psycopg.adapt import AdaptersMap
+from psycopg.types.string import StrDumperUnknown, TextLoader
 
 from dms_emitter import pgoutput as pg
+from dms_emitter.source_types import PgType, SourceColumn, builtin
+
+
+def session_options(time_zone: str = "UTC") -> str:
+    """Output functions depend on these settings: they are pinned on every connection
+    whose text the emitter renders (the walsender's pgoutput and the full-load reader),
+    so both print the same forms whatever the server's or role's defaults are."""
+    if not re.fullmatch(r"[A-Za-z0-9_+\-/]+", time_zone):
+        raise ReplicationError(f"time zone {time_zone!r} is not a zone name")
+    return (f"-c TimeZone={time_zone} -c DateStyle=ISO,MDY -c IntervalStyle=postgres "
+            "-c extra_float_digits=1 -c bytea_output=hex -c lc_monetary=C")
+
+
+def raw_text_adapters() -> AdaptersMap:
+    """Every column as the type's own output-function text (what pgoutput sends), not
+    psycopg's Python objects and not a ::text cast (which differs: bool, inet)."""
+    adapters = AdaptersMap(psycopg.adapters)
+    for info in psycopg.adapters.types:  # unknown OIDs load as text already
+        for oid in (info.oid, info.array_oid):
+            if oid:
+                adapters.register_loader(oid, TextLoader)
+    # parameters go untyped: the server infers each from its context (a key column)
+    adapters.register_dumper(str, StrDumperUnknown)
+    return adapters
 
 
 class ReplicationError(RuntimeError):
@@ -20,13 +47,64 @@ class ReplicationLost(ReplicationError):
     """The connection or stream went away (server restart, network): worth a retry."""
 
 
+def inserts_publication(publication: str) -> str:
+    """The publication for tables without a primary key: inserts only, so the source's
+    own UPDATE and DELETE keep working (they fail on a table without a replica identity
+    in a publication that publishes them). DMS keeps such tables in an inserts-only
+    replication set too, and "ignores DELETE and UPDATE record operations" for them."""
+    return f"{publication}_inserts"
+
+
 def ensure_publication(conn: psycopg.Connection, publication: str, schema: str,
-                       table: str) -> None:
-    if conn.execute("SELECT 1 FROM pg_publication WHERE pubname = %s",
-                    (publication,)).fetchone():
-        return
-    conn.execute(sql.SQL("CREATE PUBLICATION {} FOR TABLE {}.{}").format(
-        sql.Identifier(publication), sql.Identifier(schema), sql.Identifier(table)))
+                       table: str, inserts_only: bool = False,
+                       log: Callable[[str], None] = lambda _m: None) -> bool:
+    """The table is in `publication` (or its inserts-only twin), and only there; both
+    publications exist. True when the table had to be added (it was not published)."""
+    wanted = inserts_publication(publication) if inserts_only else publication
+    other = publication if inserts_only else inserts_publication(publication)
+    for name, inserts in ((publication, False), (inserts_publication(publication), True)):
+        row = conn.execute("SELECT puballtables, pubinsert, pubupdate, pubdelete "
+                           "FROM pg_publication WHERE pubname = %s", (name,)).fetchone()
+        if row is None:
+            options = sql.SQL(" WITH (publish = 'insert')") if inserts else sql.SQL("")
+            conn.execute(sql.SQL("CREATE PUBLICATION {}{}").format(
+                sql.Identifier(name), options))
+            log(f"created publication {name}" + (" (inserts only)" if inserts else ""))
+        elif row[0]:
+            raise ReplicationError(
+                f"publication {name} is FOR ALL TABLES: the emitter needs one it manages "
+                f"table by table; drop it or set [source].publication to another name")
+        elif inserts and (row[2] or row[3]):
+            raise ReplicationError(f"publication {name} publishes updates or deletes; it "
+                                   "must publish inserts only (drop it to let it be recreated)")
+    members = {r[0] for r in conn.execute(
+        "SELECT pubname FROM pg_publication_tables WHERE schemaname = %s AND tablename = %s",
+        (schema, table)).fetchall()}
+    if other in members:
+        conn.execute(sql.SQL("ALTER PUBLICATION {} DROP TABLE {}.{}").format(
+            sql.Identifier(other), sql.Identifier(schema), sql.Identifier(table)))
+        log(f"removed {schema}.{table} from publication {other}")
+    if wanted in members:
+        return False
+    conn.execute(sql.SQL("ALTER PUBLICATION {} ADD TABLE {}.{}").format(
+        sql.Identifier(wanted), sql.Identifier(schema), sql.Identifier(table)))
+    log(f"added {schema}.{table} to publication {wanted}")
+    return True
+
+
+def unique_keys(conn: psycopg.Connection, schema: str, table: str) -> list[tuple[str, ...]]:
+    """Column lists of the table's unique, non-partial, column-only indexes (PK first)."""
+    rows = conn.execute(
+        "SELECT i.indisprimary, array_agg(a.attname ORDER BY k.ord) "
+        "FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) "
+        "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum "
+        "WHERE n.nspname = %s AND c.relname = %s AND i.indisunique "
+        "AND i.indpred IS NULL AND i.indexprs IS NULL "
+        "GROUP BY i.indexrelid, i.indisprimary ORDER BY i.indisprimary DESC",
+        (schema, table)).fetchall()
+    return [tuple(cols) for _, cols in rows]
 
 
 def slot_confirmed_lsn(conn: psycopg.Connection, slot: str) -> int | None:
@@ -56,35 +134,100 @@ def drop_slot(conn: psycopg.Connection, slot: str) -> None:
     conn.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
 
 
-def table_columns(conn: psycopg.Connection, schema: str, table: str) -> list[str]:
+def table_columns(conn: psycopg.Connection, schema: str, table: str) -> list[SourceColumn]:
+    """The table's columns in order, with their types and primary-key membership."""
     rows = conn.execute(
-        "SELECT a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
-        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND "
-        "c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+        "SELECT a.attname, a.atttypid, a.atttypmod, "
+        "  COALESCE(a.attnum = ANY(i.indkey), false) "
+        "FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary "
+        "WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped "
+        "ORDER BY a.attnum",
         (schema, table)).fetchall()
     if not rows:
         raise ReplicationError(f"source table {schema}.{table} not found (or has no columns)")
-    return [r[0] for r in rows]
+    types = describe_types(conn, [(oid, typmod) for _, oid, typmod, _ in rows])
+    return [SourceColumn(name, types[(oid, typmod)], bool(pk))
+            for name, oid, typmod, pk in rows]
+
+
+def describe_types(conn: psycopg.Connection,
+                   wanted: list[tuple[int, int]]) -> dict[tuple[int, int], PgType]:
+    """(type OID, typmod) -> PgType; domains resolve to their base type (and typmod)."""
+    out: dict[tuple[int, int], PgType] = {}
+    for oid, typmod in wanted:
+        current, mod = oid, typmod
+        for _ in range(32):  # domains over domains; a cycle is impossible, a bound is cheap
+            known = builtin(current, mod)
+            if known is not None:
+                break
+            row = conn.execute(
+                "SELECT typname, typcategory, typtype, typbasetype, typtypmod "
+                "FROM pg_type WHERE oid = %s::oid", (str(current),)).fetchone()
+            if row is None:
+                known = PgType(f"oid {current}", "X", mod, current)
+                break
+            name, category, kind, base, base_mod = (row[0], row[1], row[2], int(row[3]),
+                                                     int(row[4]))
+            if kind != "d":
+                known = PgType(name, category, mod, current)
+                break
+            current, mod = base, (mod if mod >= 0 else base_mod)
+        assert known is not None
+        out[(oid, typmod)] = known
+    return out
 
 
 def snapshot_rows(dsn: str, snapshot: str, schema: str, table: str, columns: list[str],
-                  key: str) -> Iterator[tuple[str | None, ...]]:
-    """All rows as of the exported snapshot, text form (same output functions as pgoutput)."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
+                  key: str, time_zone: str = "UTC") -> Iterator[tuple[str | None, ...]]:
+    """All rows as of the exported snapshot, each value its output-function text (the
+    same text pgoutput sends for it)."""
+    with psycopg.connect(dsn, autocommit=True, options=session_options(time_zone),
+                         context=raw_text_adapters()) as conn:
         conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot)))
         query = sql.SQL("SELECT {} FROM {}.{} ORDER BY {}").format(
-            sql.SQL(", ").join(sql.SQL("{}::text").format(sql.Identifier(c)) for c in columns),
+            sql.SQL(", ").join(sql.Identifier(c) for c in columns),
             sql.Identifier(schema), sql.Identifier(table), sql.Identifier(key))
         yield from conn.cursor().stream(query)
         conn.execute("COMMIT")
 
 
+class SourceReader:
+    """The stream's side connection to the source: type descriptions for Relation
+    messages and the current row by key (the lookup of unchanged TOAST values)."""
+
+    def __init__(self, dsn: str, time_zone: str = "UTC") -> None:
+        self.conn = psycopg.connect(dsn, autocommit=True, options=session_options(time_zone),
+                                    context=raw_text_adapters())
+        self._types: dict[tuple[int, int], PgType] = {}
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def types(self, wanted: list[tuple[int, int]]) -> dict[tuple[int, int], PgType]:
+        unknown = [w for w in wanted if w not in self._types]
+        if unknown:
+            self._types.update(describe_types(self.conn, unknown))
+        return {w: self._types[w] for w in wanted}
+
+    def lookup(self, schema: str, table: str, key: dict[str, str | None],
+               columns: list[str]) -> dict[str, str | None] | None:
+        query = sql.SQL("SELECT {} FROM {}.{} WHERE {}").format(
+            sql.SQL(", ").join(sql.Identifier(c) for c in columns),
+            sql.Identifier(schema), sql.Identifier(table),
+            sql.SQL(" AND ").join(sql.SQL("{} = %s").format(sql.Identifier(k)) for k in key))
+        row = self.conn.execute(query, list(key.values())).fetchone()
+        return None if row is None else dict(zip(columns, row, strict=True))
+
+
 class ReplicationConnection:
     """A `replication=database` connection: slot creation and the pgoutput stream."""
 
-    def __init__(self, dsn: str) -> None:
-        self.conn = psycopg.connect(dsn, autocommit=True, replication="database")
+    def __init__(self, dsn: str, time_zone: str = "UTC") -> None:
+        self.conn = psycopg.connect(dsn, autocommit=True, replication="database",
+                                    options=session_options(time_zone))
         self.pgconn = self.conn.pgconn
 
     def close(self) -> None:
@@ -99,9 +242,10 @@ class ReplicationConnection:
         assert row is not None
         return pg.parse_lsn(row[1]), row[2]
 
-    def start(self, slot: str, publication: str, start_lsn: int = 0) -> None:
+    def start(self, slot: str, publications: list[str], start_lsn: int = 0) -> None:
+        names = ",".join('"' + _ident(p) + '"' for p in publications)
         query = (f"START_REPLICATION SLOT {_ident(slot)} LOGICAL {pg.format_lsn(start_lsn)} "
-                 f"(proto_version '1', publication_names '{publication}')")
+                 f"(proto_version '1', publication_names '{names}')")
         self.pgconn.send_query(query.encode())
         res = self.pgconn.get_result()
         if res is None or res.status != pq.ExecStatus.COPY_BOTH:
@@ -139,6 +283,6 @@ class ReplicationConnection:
 
 
 def _ident(name: str) -> str:
-    if not name.replace("_", "").isalnum():
-        raise ReplicationError(f"replication slot name {name!r} must be [A-Za-z0-9_]")
+    if not name.replace("_", "").isalnum() or not name.isascii():
+        raise ReplicationError(f"slot or publication name {name!r} must be [A-Za-z0-9_]")
     return name

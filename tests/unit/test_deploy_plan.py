@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import zipfile
 from contextlib import redirect_stdout
 
+import botocore.session
 import pytest
 
 from cdclab import deploy_cli
@@ -126,6 +128,20 @@ def test_dms_target_settings_equal_the_emitters():
     assert target["S3Settings"] == emitter_s3_settings(
         plan.names.bronze_bucket, plan.names.role_arn(plan.names.dms_s3_role)
     )
+
+
+def test_source_endpoint_gets_the_source_settings_the_emitter_follows():
+    plan = build_plan(P, FULL)
+    source = plan.get("dms-endpoint", plan.names.source_endpoint).settings
+    assert source["PostgreSQLSettings"]["TrimSpaceInChar"] is P.dms.trim_space_in_char
+    assert "ExtraConnectionAttributes" not in source  # MapUnboundedNumericAsString off
+    wide = dataclasses.replace(P, dms=dataclasses.replace(
+        P.dms, map_unbounded_numeric_as_string=True))
+    source = build_plan(wide, FULL).get("dms-endpoint", plan.names.source_endpoint).settings
+    assert source["ExtraConnectionAttributes"] == "MapUnboundedNumericAsString=true"
+    model = botocore.session.get_session().get_service_model("dms")
+    assert set(source["PostgreSQLSettings"]) <= set(
+        model.shape_for("PostgreSQLSettings").members)
 
 
 def test_replication_task_is_full_load_and_cdc_with_change_seq():

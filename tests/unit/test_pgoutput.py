@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dms_emitter import pgoutput as pg
-from dms_emitter.changes import ChangeBuilder, ChangeError
+from dms_emitter.changes import ChangeBuilder
 from dms_emitter.dms_csv import parse_dms_csv
 
 # --- a tiny pure encoder, written from the protocol docs --------------------------------
@@ -163,14 +163,36 @@ def test_changes_in_one_transaction_keep_order_and_values() -> None:
     assert rows[0]["last_updated_ts"] == "2000-01-01 00:00:00.000000"
 
 
-def test_unchanged_toast_is_filled_from_old_tuple_or_fails_clearly() -> None:
+def test_unchanged_toast_is_filled_from_old_tuple_or_looked_up_by_key() -> None:
     new = (*ROW[:2], pg.UNCHANGED_TOAST, *ROW[3:])
     assert rows_of(builder(), pg.Update(7, "O", ROW, new))[0]["name"] == ROW[2]
-    with pytest.raises(ChangeError, match="REPLICA IDENTITY FULL"):
-        rows_of(builder(), pg.Update(7, None, None, new))
+    asked: list[tuple[dict, list]] = []
+
+    def lookup(key: dict, cols: list) -> dict | None:
+        asked.append((key, cols))
+        return {"name": "now"}
+    b = ChangeBuilder("public", "hosts_demo", ["id"], lookup=lookup)
+    b.feed(REL)
+    assert rows_of(b, pg.Update(7, None, None, new))[0]["name"] == "now"
+    assert asked == [({"id": "1"}, ["name"])]
+    warned: list[str] = []
+    gone = ChangeBuilder("public", "hosts_demo", ["id"], lookup=lambda k, c: None,
+                         warn=warned.append)
+    gone.feed(REL)
+    assert rows_of(gone, pg.Update(7, None, None, new))[0]["name"] is None
+    assert "gone from the source" in warned[0]
+    as_null = ChangeBuilder("public", "hosts_demo", ["id"], unchanged_toast="null",
+                            lookup=lookup)
+    as_null.feed(REL)
+    assert rows_of(as_null, pg.Update(7, None, None, new))[0]["name"] is None
+    assert len(asked) == 1
 
 
-def test_key_change_is_delete_then_insert() -> None:
+def test_key_change_is_one_update_like_dms_or_delete_then_insert() -> None:
     new = ("2", *ROW[1:])
     rows = rows_of(builder(), pg.Update(7, "O", ROW, new))
+    assert [(r["Op"], r["id"]) for r in rows] == [("U", "2")]
+    b = ChangeBuilder("public", "hosts_demo", ["id"], pk_update="delete-insert")
+    b.feed(REL)
+    rows = rows_of(b, pg.Update(7, "O", ROW, new))
     assert [(r["Op"], r["id"]) for r in rows] == [("D", "1"), ("I", "2")]

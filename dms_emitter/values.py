@@ -1,0 +1,215 @@
+"""Pure: one PostgreSQL value, as its output function prints it, -> the text DMS writes.
+
+Full load and CDC both hand this module the type's output-function text (the session
+settings are pinned by replication.session_options), so the same value always renders
+the same way. Each rule follows DMS's PostgreSQL type mapping (docs/dms-fidelity.md has
+the table and its sources); where AWS does not document the text, the choice is a
+setting in RenderOptions.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+
+from dms_emitter.source_types import PgType, SourceColumn
+
+BYTEA_HEX, BYTEA_BASE64, BYTEA_POSTGRES = "hex", "base64", "postgres"
+BYTEA_FORMATS = (BYTEA_HEX, BYTEA_BASE64, BYTEA_POSTGRES)
+
+# DMS maps NUMERIC without precision to NUMERIC(28,6) (CHAP_Source.PostgreSQL).
+UNBOUNDED_NUMERIC = (28, 6)
+MONEY_SCALE = 4  # MONEY -> NUMERIC(38,4)
+# "Positive and negative infinity values are truncated to '9999-12-31 23:59:59' and
+# '4713-01-01 00:00:00 BC' respectively." (CHAP_Source.PostgreSQL, TIMESTAMP)
+TIMESTAMP_INFINITY = "9999-12-31 23:59:59.000000"
+TIMESTAMP_MINUS_INFINITY = "4713-01-01 00:00:00.000000 BC"
+DATE_INFINITY, DATE_MINUS_INFINITY = "9999-12-31", "4713-01-01 BC"
+
+Render = Callable[[str], str]
+
+
+class RenderError(ValueError):
+    """A value this renderer cannot turn into DMS text; the message names it."""
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    # PostgreSQL source endpoint setting TrimSpaceInChar (default true): char(n) padding
+    # is trimmed.
+    trim_space_in_char: bool = True
+    # PostgreSQL source endpoint setting MapUnboundedNumericAsString (default false):
+    # plain NUMERIC as its full text instead of NUMERIC(28,6).
+    map_unbounded_numeric_as_string: bool = False
+    # Not documented by AWS: how BYTEA (a BLOB) is written in CSV.
+    bytea_format: str = BYTEA_HEX
+    # Not documented by AWS: the zone TIMESTAMP WITH TIME ZONE values are written in
+    # (DMS's DATETIME has none). The source sessions print timestamptz in this zone.
+    time_zone: str = "UTC"
+
+    def __post_init__(self) -> None:
+        if self.bytea_format not in BYTEA_FORMATS:
+            raise ValueError(f"bytea format {self.bytea_format!r}: expected one of "
+                             f"{BYTEA_FORMATS}")
+
+
+def render_bool(text: str) -> str:
+    # BOOLEAN -> CHAR(5) "false or true"
+    if text == "t":
+        return "true"
+    if text == "f":
+        return "false"
+    raise RenderError(f"boolean {text!r}: expected 't' or 'f'")
+
+
+def _fixed(value: Decimal, scale: int) -> str:
+    quantum = Decimal(1).scaleb(-scale)
+    return format(value.quantize(quantum, rounding=ROUND_HALF_UP), "f")
+
+
+def render_unbounded_numeric(text: str) -> str:
+    """NUMERIC(28,6): rounded to 6 decimals. NaN, ±Infinity and integer parts wider than
+    22 digits do not fit it (DMS's result is not documented): written as the source has
+    them, never silently changed."""
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        raise RenderError(f"numeric {text!r} is not a number") from None
+    if not value.is_finite():
+        return text
+    precision, scale = UNBOUNDED_NUMERIC
+    if value.adjusted() >= precision - scale:
+        return text
+    return _fixed(value, scale)
+
+
+_MONEY_JUNK = re.compile(r"[^0-9.\-]")
+
+
+def render_money(text: str) -> str:
+    """MONEY -> NUMERIC(38,4): '-$1,234.5' -> '-1234.5000' (lc_monetary is pinned to C)."""
+    negative = text.startswith("-") or text.startswith("(")
+    digits = _MONEY_JUNK.sub("", text).lstrip("-")
+    try:
+        value = Decimal(digits)
+    except InvalidOperation:
+        raise RenderError(f"money {text!r} is not an amount") from None
+    return _fixed(-value if negative else value, MONEY_SCALE)
+
+
+# ISO DateStyle output: date, time, optional fraction, optional offset, optional " BC".
+_TIMESTAMP = re.compile(
+    r"^(?P<date>\d{4,}-\d{2}-\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:\.(?P<frac>\d{1,6}))?"
+    r"(?P<offset>[+-]\d{2}(?::\d{2}){0,2})?(?P<bc> BC)?$"
+)
+
+
+def render_timestamp(text: str) -> str:
+    """DATETIME with microseconds: '2024-01-02 03:04:05' -> '2024-01-02 03:04:05.000000'.
+    timestamptz arrives in the session time zone (pinned), its offset is dropped."""
+    if text == "infinity":
+        return TIMESTAMP_INFINITY
+    if text == "-infinity":
+        return TIMESTAMP_MINUS_INFINITY
+    m = _TIMESTAMP.match(text)
+    if m is None:
+        raise RenderError(f"timestamp {text!r} is not in ISO format")
+    frac = (m["frac"] or "").ljust(6, "0")
+    return f"{m['date']} {m['time']}.{frac}{m['bc'] or ''}"
+
+
+def render_date(text: str) -> str:
+    if text == "infinity":
+        return DATE_INFINITY
+    if text == "-infinity":
+        return DATE_MINUS_INFINITY
+    return text
+
+
+_TIMETZ = re.compile(
+    r"^(?P<h>\d{2}):(?P<m>\d{2}):(?P<s>\d{2})(?P<frac>\.\d{1,6})?"
+    r"(?P<sign>[+-])(?P<oh>\d{2})(?::(?P<om>\d{2}))?(?::(?P<os>\d{2}))?$"
+)
+
+
+def render_timetz(text: str) -> str:
+    """TIME WITH TIME ZONE -> TIME: the wall time moved to UTC, offset dropped."""
+    m = _TIMETZ.match(text)
+    if m is None:
+        raise RenderError(f"timetz {text!r} is not in ISO format")
+    if text.startswith("24:00:00"):  # timetz allows 24:00:00 (end of day): keep it
+        return text[: m.start("sign")]
+    seconds = int(m["h"]) * 3600 + int(m["m"]) * 60 + int(m["s"])
+    offset = int(m["oh"]) * 3600 + int(m["om"] or 0) * 60 + int(m["os"] or 0)
+    seconds = (seconds - offset if m["sign"] == "+" else seconds + offset) % 86_400
+    h, rest = divmod(seconds, 3600)
+    return f"{h:02d}:{rest // 60:02d}:{rest % 60:02d}{m['frac'] or ''}"
+
+
+def render_bpchar(text: str) -> str:
+    return text.rstrip(" ")
+
+
+def bytea_renderer(fmt: str) -> Render | None:
+    if fmt == BYTEA_POSTGRES:
+        return None
+
+    def render(text: str) -> str:
+        if not text.startswith("\\x"):
+            raise RenderError(f"bytea {text[:20]!r}: expected hex output (bytea_output=hex)")
+        if fmt == BYTEA_HEX:
+            return text[2:]
+        return base64.b64encode(bytes.fromhex(text[2:])).decode("ascii")
+    return render
+
+
+def renderer_for(pg_type: PgType, options: RenderOptions = RenderOptions()) -> Render | None:
+    """The rule for one column type; None when DMS writes the PostgreSQL text as it is
+    (integers, bounded numerics, floats, strings, uuid, json, arrays, network, enum...)."""
+    name = pg_type.name
+    if name == "bool":
+        return render_bool
+    if name == "numeric":
+        unbounded = pg_type.numeric_precision_scale is None
+        if unbounded and not options.map_unbounded_numeric_as_string:
+            return render_unbounded_numeric
+        return None  # numeric(p,s) prints s decimals already; p > 38 is a STRING
+    if name == "money":
+        return render_money
+    if name in ("timestamp", "timestamptz"):
+        return render_timestamp
+    if name == "date":
+        return render_date
+    if name == "timetz":
+        return render_timetz
+    if name == "bpchar" and options.trim_space_in_char:
+        return render_bpchar
+    if name == "bytea":
+        return bytea_renderer(options.bytea_format)
+    return None
+
+
+class RowRenderer:
+    """Renders whole rows for one column list; identity columns cost nothing."""
+
+    def __init__(self, columns: Sequence[SourceColumn],
+                 options: RenderOptions = RenderOptions()) -> None:
+        self.columns = tuple(columns)
+        self._rules = [(i, r) for i, c in enumerate(columns)
+                       if (r := renderer_for(c.type, options)) is not None]
+
+    def row(self, values: Sequence[str | None]) -> tuple[str | None, ...]:
+        if not self._rules:
+            return tuple(values)
+        out = list(values)
+        for i, rule in self._rules:
+            v = out[i]
+            if v is not None:
+                try:
+                    out[i] = rule(v)
+                except RenderError as exc:
+                    raise RenderError(f"column {self.columns[i].name!r}: {exc}") from None
+        return tuple(out)

@@ -1,0 +1,226 @@
+"""The emitter on a real PostgreSQL slot: values as DMS writes them (same text in full
+load and CDC), schema changes, unchanged TOAST, tables without a primary key."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from cdclab import settings
+from dms_emitter.dms_csv import parse_dms_csv
+from dms_emitter.emitter import Emitter, EmitterConfig, read_state
+from dms_emitter.replication import inserts_publication
+from dms_emitter.sink import LocalDirSink
+
+pytestmark = pytest.mark.integration
+
+TYPES_DDL = """CREATE TYPE {name}_mood AS ENUM ('sad', 'ok');
+CREATE TABLE {name} (
+  id int PRIMARY KEY, b bool, i2 int2, i8 int8, n numeric, n2 numeric(10,2),
+  n40 numeric(40,2), r real, d double precision, m money, t text, v varchar(10),
+  c char(5), dt date, tm time, ttz timetz, ts timestamp, tstz timestamptz,
+  iv interval, u uuid, j json, jb jsonb, a int[], ta text[], by bytea, ip inet,
+  net cidr, e {name}_mood)"""
+ROW = ("true, 7, 9000000000, 0.611111104488373, 12.5, 123.45, 'NaN', 'Infinity', 12.5, "
+       "'say \"hi\", bye', 'é', 'ab', '2024-02-29', '03:04:05.5', '03:04:05-07', "
+       "'2024-01-02 03:04:05', '2024-01-02 03:04:05.25+05:30', "
+       "'1 year 2 mons 3 days 04:05:06', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', "
+       "'{\"a\": [1, 2]}', '{\"b\":   1}', '{1,2}', '{a,\"b c\",NULL}', '\\x0102ff', "
+       "'10.0.0.1/32', '10.0.0.0/24', 'ok'")
+EXPECTED = {
+    "b": "true", "i2": "7", "i8": "9000000000", "n": "0.611111", "n2": "12.50",
+    "n40": "123.45", "r": "NaN", "d": "Infinity", "m": "12.5000", "t": 'say "hi", bye',
+    "v": "é", "c": "ab", "dt": "2024-02-29", "tm": "03:04:05.5", "ttz": "10:04:05",
+    "ts": "2024-01-02 03:04:05.000000", "tstz": "2024-01-01 21:34:05.250000",
+    "iv": "1 year 2 mons 3 days 04:05:06", "u": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+    "j": '{"a": [1, 2]}', "jb": '{"b": 1}', "a": "{1,2}", "ta": '{a,"b c",NULL}',
+    "by": "0102ff", "ip": "10.0.0.1", "net": "10.0.0.0/24", "e": "ok",
+}
+
+
+def wait_for(check: Callable[[], object], timeout: float = 60.0, what: str = "it") -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.3)
+
+
+@dataclasses.dataclass
+class Run:
+    emitter: Emitter
+    sink: LocalDirSink
+    thread: threading.Thread
+    errors: list[BaseException]
+    log: list[str]
+
+    def names(self) -> list[str]:
+        """Full-load files first, then CDC files in time order."""
+        return sorted(self.sink.names(), key=lambda n: (not n.startswith("LOAD"), n))
+
+    def files(self) -> dict[str, list[dict]]:
+        return {n: parse_dms_csv((self.sink.root / n).read_text(), n) for n in self.names()}
+
+    def headers(self) -> dict[str, list[str]]:
+        return {n: (self.sink.root / n).read_text().split("\n", 1)[0].split(",")
+                for n in self.names()}
+
+    def rows(self) -> list[dict]:
+        return [r for rows in self.files().values() for r in rows]
+
+    def streaming(self) -> bool:
+        return self.emitter.state.get("phase") == "streaming"
+
+    def wait(self, check: Callable[[], object], what: str) -> None:
+        try:
+            wait_for(lambda: check() or self.errors, what=what)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; emitter log: {self.log[-10:]}") from None
+        assert not self.errors, self.errors
+
+
+@pytest.fixture
+def emit(postgres, tmp_path: Path) -> Iterator[Callable[..., Run]]:
+    runs: list[tuple[Run, str, str]] = []
+
+    def start(table: str, key: str = "id") -> Run:
+        tag = uuid.uuid4().hex[:8]
+        cfg = dataclasses.replace(
+            EmitterConfig.from_env({settings.ENV_PG_DSN: postgres.dsn,
+                                    settings.ENV_STATE_DIR: str(tmp_path / tag),
+                                    settings.ENV_BATCH_INTERVAL: "0.2"}),
+            table=table, key=key, slot=f"fid_{tag}", publication=f"fid_{tag}")
+        log: list[str] = []
+        run = Run(Emitter(cfg, LocalDirSink(tmp_path / tag / "files"), log=log.append),
+                  LocalDirSink(tmp_path / tag / "files"), None, [], log)  # type: ignore[arg-type]
+
+        def target() -> None:
+            try:
+                run.emitter.run()
+            except BaseException as exc:  # noqa: BLE001 - the test thread asserts on it
+                run.errors.append(exc)
+        run.thread = threading.Thread(target=target, daemon=True)
+        run.thread.start()
+        runs.append((run, cfg.slot, cfg.publication))
+        wait_for(lambda: run.streaming() or run.errors, what="the full load")
+        return run
+
+    yield start
+    with psycopg.connect(postgres.dsn, autocommit=True) as conn:
+        for run, slot, publication in runs:
+            run.emitter.stop()
+            run.thread.join(timeout=30)
+            # the walsender may hold the slot a moment after the emitter disconnects
+            wait_for(lambda slot=slot: not conn.execute(
+                "SELECT 1 FROM pg_replication_slots WHERE slot_name = %s AND active",
+                (slot,)).fetchone(), what=f"slot {slot} to be released")
+            conn.execute("SELECT pg_drop_replication_slot(slot_name) FROM "
+                         "pg_replication_slots WHERE slot_name = %s", (slot,))
+            for name in (publication, inserts_publication(publication)):
+                conn.execute(f'DROP PUBLICATION IF EXISTS "{name}"')
+
+
+def sql(dsn: str, *statements: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for s in statements:
+            conn.execute(s)
+
+
+def fresh_table(dsn: str, ddl: str) -> str:
+    name = f"fid_{uuid.uuid4().hex[:8]}"
+    sql(dsn, ddl.format(name=name))
+    return name
+
+
+def test_full_load_and_cdc_write_every_type_the_same_dms_way(postgres, emit) -> None:
+    table = fresh_table(postgres.dsn, TYPES_DDL)
+    sql(postgres.dsn, f"INSERT INTO {table} VALUES (1, {ROW})")
+    run = emit(table)
+    assert not run.errors
+    sql(postgres.dsn, f"INSERT INTO {table} VALUES (2, {ROW})")
+    run.wait(lambda: len(run.rows()) == 2, what="the CDC row")
+    load, cdc = run.rows()
+    assert list(run.files())[0] == "LOAD00000001.csv"
+    for row in (load, cdc):
+        assert {k: row[k] for k in EXPECTED} == EXPECTED
+    # bytes too: RFC 4180 quoting only where needed, NULL empty, '' quoted
+    text = next(iter(run.files()))
+    assert '"say ""hi"", bye"' in (run.sink.root / text).read_text()
+
+
+def test_schema_changes_never_stop_streaming(postgres, emit) -> None:
+    table = fresh_table(postgres.dsn, "CREATE TABLE {name} (id int PRIMARY KEY, a text, "
+                        "b int)")
+    sql(postgres.dsn, f"INSERT INTO {table} VALUES (1, 'x', 1)")
+    run = emit(table)
+    sql(postgres.dsn,
+        f"ALTER TABLE {table} ADD COLUMN c boolean",
+        f"INSERT INTO {table} VALUES (2, 'y', 2, true)",
+        f"ALTER TABLE {table} DROP COLUMN b", f"UPDATE {table} SET a = 'z' WHERE id = 1",
+        f"ALTER TABLE {table} RENAME COLUMN a TO title", f"DELETE FROM {table} WHERE id = 2",
+        f"ALTER TABLE {table} ALTER COLUMN id TYPE bigint",
+        f"INSERT INTO {table} VALUES (3, 'w', false)")
+    run.wait(lambda: len(run.rows()) == 5, what="the changes after each ALTER")
+    assert not run.errors and run.thread.is_alive()
+    headers = [h[2:-1] for h in run.headers().values()]
+    assert headers == [["id", "a", "b"], ["id", "a", "b", "c"], ["id", "a", "c"],
+                       ["id", "title", "c"]]
+    rows = run.rows()
+    assert [(r["Op"], r["id"]) for r in rows] == [("I", "1"), ("I", "2"), ("U", "1"),
+                                                  ("D", "2"), ("I", "3")]
+    assert rows[1]["c"] == "true" and rows[2]["a"] == "z" and rows[4]["title"] == "w"
+    changes = read_state(run.emitter.cfg.state_path)["schema_changes"]
+    assert [c["changes"] for c in changes] == [
+        ["added c bool"], ["dropped b"], ["renamed a to title"], ["id type int4 -> int8"]]
+    assert any("schema change" in line for line in run.log)
+
+
+def test_unchanged_toast_under_default_identity_is_looked_up(postgres, emit) -> None:
+    table = fresh_table(postgres.dsn, "CREATE TABLE {name} (id int PRIMARY KEY, big text, "
+                        "n int)")
+    big = "".join(uuid.uuid4().hex for _ in range(4000))  # 128 kB, incompressible: TOASTed
+    sql(postgres.dsn, f"INSERT INTO {table} VALUES (1, '{big}', 0)")
+    run = emit(table)
+    sql(postgres.dsn, f"UPDATE {table} SET n = 1 WHERE id = 1")
+    run.wait(lambda: len(run.rows()) == 2, what="the update")
+    assert not run.errors
+    assert run.rows()[1]["big"] == big and run.rows()[1]["n"] == "1"
+
+
+def test_a_table_without_primary_key_is_published_for_inserts_only(postgres, emit) -> None:
+    table = fresh_table(postgres.dsn, "CREATE TABLE {name} (id int UNIQUE, a text)")
+    run = emit(table)
+    assert not run.errors
+    # the source application's own updates and deletes keep working
+    sql(postgres.dsn, f"INSERT INTO {table} VALUES (1, 'x')",
+        f"UPDATE {table} SET a = 'y' WHERE id = 1", f"DELETE FROM {table} WHERE id = 1",
+        f"INSERT INTO {table} VALUES (2, 'z')")
+    run.wait(lambda: len(run.rows()) == 2, what="the inserts")
+    assert [(r["Op"], r["id"]) for r in run.rows()] == [("I", "1"), ("I", "2")]
+    assert any("no primary key" in line for line in run.log)
+
+
+def test_a_key_that_is_not_a_key_is_refused_naming_the_table(postgres, emit) -> None:
+    table = fresh_table(postgres.dsn, "CREATE TABLE {name} (id int, a text)")
+    run = emit(table)
+    assert run.errors and f"public.{table}" in str(run.errors[0])
+    assert "neither a primary key nor a unique key" in str(run.errors[0])
+
+
+def test_a_publication_missing_the_table_gets_it(postgres, emit) -> None:
+    table = fresh_table(postgres.dsn, "CREATE TABLE {name} (id int PRIMARY KEY, a text)")
+    run = emit(table)
+    publication = run.emitter.cfg.publication
+    with psycopg.connect(postgres.dsn, autocommit=True) as conn:
+        members = conn.execute("SELECT pubname FROM pg_publication_tables WHERE "
+                               "tablename = %s", (table,)).fetchall()
+    assert members == [(publication,)]
+    sql(postgres.dsn, f"INSERT INTO {table} VALUES (1, 'x')")
+    run.wait(lambda: len(run.rows()) == 1, what="the insert")

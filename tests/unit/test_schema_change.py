@@ -1,0 +1,88 @@
+"""ALTER TABLE mid-stream: the builder follows the new Relation, the writer cuts files by header."""
+
+from __future__ import annotations
+
+from dms_emitter import pgoutput as pg
+from dms_emitter.batching import Batcher
+from dms_emitter.changes import ChangeBuilder
+from dms_emitter.dms_csv import encode_file, parse_dms_csv
+from dms_emitter.schema_change import SchemaChange
+
+INT4, TEXT, INT8 = 23, 25, 20
+
+
+def relation(*cols: tuple[str, int]) -> pg.Relation:
+    """The first column is the key (pgoutput flags the replica identity's columns)."""
+    return pg.Relation(7, "public", "t", "d", tuple(
+        pg.Column(1 if i == 0 else 0, name, oid, -1) for i, (name, oid) in enumerate(cols)))
+
+
+def shape(*cols: tuple[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(cols)
+
+
+def test_changes_are_described_for_logs_and_status() -> None:
+    before = shape(("id", "int4"), ("a", "text"), ("b", "int4"))
+    assert SchemaChange("s.t", 0, before, (*before, ("c", "bool"))).changes() == [
+        "added c bool"]
+    assert SchemaChange("s.t", 0, before, before[:2]).changes() == ["dropped b"]
+    assert SchemaChange("s.t", 0, before, shape(("id", "int4"), ("z", "text"),
+                                                ("b", "int4"))).changes() == [
+        "renamed a to z"]
+    assert SchemaChange("s.t", 0, before, shape(("id", "int4"), ("a", "text"),
+                                                ("b", "int8"))).changes() == [
+        "b type int4 -> int8"]
+    assert SchemaChange("s.t", 0, before, before[::-1]).changes() == ["columns reordered"]
+    change = SchemaChange("s.t", 5, before, (*before[:2], ("c", "text")))
+    assert change.changes() == ["dropped b", "added c text"]
+    assert change.to_json()["columns"] == ["id", "a", "c"]
+
+
+def test_alter_table_mid_transaction_never_stops_and_starts_a_new_header() -> None:
+    seen: list[SchemaChange] = []
+    b = ChangeBuilder("public", "t", ["id"], on_schema_change=seen.append)
+    b.feed(relation(("id", INT4), ("a", TEXT)))
+    b.feed(pg.Begin(100, 0, 1))
+    b.feed(pg.Insert(7, ("1", "x")))
+    b.feed(relation(("id", INT4), ("a", TEXT), ("c", INT8)))  # ADD COLUMN c bigint
+    b.feed(pg.Insert(7, ("2", "y", "5")))
+    txn = b.feed(pg.Commit(0, 100, 120, 0))
+    assert txn is not None
+    assert [s.header for s in txn.segments] == [("id", "a"), ("id", "a", "c")]
+    assert [c.changes() for c in seen] == [["added c int8"]]
+    b.feed(pg.Begin(130, 0, 2))
+    b.feed(pg.Insert(7, ("3", "z", "6")))
+    later = b.feed(pg.Commit(0, 130, 140, 0))
+    assert later is not None
+
+    batcher = Batcher(1.0, 10**6)
+    batcher.add(txn, 0.0)
+    batcher.add(later, 0.1)
+    files = batcher.take().files()
+    assert [f.header for f in files] == [("id", "a"), ("id", "a", "c")]
+    rows = [parse_dms_csv(encode_file(list(f.header), f.lines)) for f in files]
+    assert [r["id"] for r in rows[0]] == ["1"]
+    assert [(r["id"], r["c"]) for r in rows[1]] == [("2", "5"), ("3", "6")]
+    seqs = [r["change_seq"] for f in rows for r in f]
+    assert seqs == sorted(seqs) and len(set(seqs)) == 3
+
+
+def test_a_restarted_builder_knows_the_last_written_shape() -> None:
+    seen: list[SchemaChange] = []
+    b = ChangeBuilder("public", "t", ["id"], on_schema_change=seen.append,
+                      known_shape=shape(("id", "int4"), ("a", "text")))
+    b.feed(relation(("id", INT4), ("a", TEXT)))
+    assert seen == []
+    b.feed(relation(("id", INT4), ("b", TEXT)))
+    assert [c.changes() for c in seen] == [["renamed a to b"]]
+
+
+def test_a_renamed_key_column_falls_back_to_the_replica_identity_key() -> None:
+    warned: list[str] = []
+    b = ChangeBuilder("public", "t", ["id"], warn=warned.append, pk_update="delete-insert")
+    b.feed(relation(("pk", INT4), ("a", TEXT)))
+    assert "no longer in public.t" in warned[0] and "['pk']" in warned[0]
+    b.feed(pg.Begin(100, 0, 1))
+    b.feed(pg.Update(7, "K", ("1", None), ("2", "x")))
+    txn = b.feed(pg.Commit(0, 100, 120, 0))
+    assert txn is not None and [line[0] for line in txn.lines] == ["D", "I"]

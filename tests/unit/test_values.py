@@ -1,0 +1,142 @@
+"""The one value renderer: PostgreSQL output text -> the text DMS writes (docs/dms-fidelity.md)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dms_emitter.source_types import BUILTIN, PgType, SourceColumn, builtin
+from dms_emitter.values import (
+    RenderError,
+    RenderOptions,
+    RowRenderer,
+    render_money,
+    render_timestamp,
+    render_timetz,
+    render_unbounded_numeric,
+    renderer_for,
+)
+
+NUMERIC_10_2 = PgType("numeric", "N", ((10 << 16) | 2) + 4, 1700)
+
+
+DEFAULTS = RenderOptions()
+
+
+def render(type_name: str, text: str, options: RenderOptions = DEFAULTS,
+           typmod: int = -1) -> str:
+    oid = next(o for o, (n, _) in BUILTIN.items() if n == type_name)
+    t = builtin(oid, typmod)
+    assert t is not None
+    rule = renderer_for(t, options)
+    return text if rule is None else rule(text)
+
+
+@pytest.mark.parametrize(("type_name", "text", "expected"), [
+    ("bool", "t", "true"),
+    ("bool", "f", "false"),
+    ("int2", "-32768", "-32768"),
+    ("int8", "9223372036854775807", "9223372036854775807"),
+    ("numeric", "0.611111104488373", "0.611111"),  # AWS's own example
+    ("numeric", "12", "12.000000"),
+    ("numeric", "-0.0000005", "-0.000001"),
+    ("numeric", "NaN", "NaN"),
+    ("float8", "NaN", "NaN"),
+    ("float4", "-Infinity", "-Infinity"),
+    ("float8", "1e+30", "1e+30"),
+    ("money", "$1,234,567.89", "1234567.8900"),
+    ("money", "-$12.50", "-12.5000"),
+    ("text", 'say "hi", bye', 'say "hi", bye'),
+    ("bpchar", "ab   ", "ab"),
+    ("date", "2024-02-29", "2024-02-29"),
+    ("date", "infinity", "9999-12-31"),
+    ("date", "-infinity", "4713-01-01 BC"),
+    ("time", "03:04:05.5", "03:04:05.5"),
+    ("timetz", "03:04:05.5-07", "10:04:05.5"),
+    ("timetz", "23:30:00+05:30", "18:00:00"),
+    ("timetz", "01:00:00+02", "23:00:00"),
+    ("timestamp", "2024-01-02 03:04:05", "2024-01-02 03:04:05.000000"),
+    ("timestamp", "2024-01-02 03:04:05.5", "2024-01-02 03:04:05.500000"),
+    ("timestamp", "infinity", "9999-12-31 23:59:59.000000"),
+    ("timestamp", "-infinity", "4713-01-01 00:00:00.000000 BC"),
+    ("timestamp", "0044-03-15 12:00:00.5 BC", "0044-03-15 12:00:00.500000 BC"),
+    ("timestamptz", "2024-01-01 21:34:05.1234+00", "2024-01-01 21:34:05.123400"),
+    ("timestamptz", "2024-01-01 21:34:05+05:30", "2024-01-01 21:34:05.000000"),
+    ("interval", "1 year 2 mons 3 days 04:05:06", "1 year 2 mons 3 days 04:05:06"),
+    ("uuid", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),
+    ("jsonb", '{"a": 1}', '{"a": 1}'),
+    ("inet", "10.0.0.1", "10.0.0.1"),
+    ("cidr", "10.0.0.0/24", "10.0.0.0/24"),
+    ("bytea", "\\x0102ff", "0102ff"),
+])
+def test_each_type_renders_as_the_fidelity_table_says(type_name: str, text: str,
+                                                      expected: str) -> None:
+    assert render(type_name, text) == expected
+
+
+def test_settings_change_what_is_written() -> None:
+    assert render("bpchar", "ab  ", RenderOptions(trim_space_in_char=False)) == "ab  "
+    assert render("numeric", "0.611111104488373",
+                  RenderOptions(map_unbounded_numeric_as_string=True)) == "0.611111104488373"
+    assert render("bytea", "\\x0102ff", RenderOptions(bytea_format="base64")) == "AQL/"
+    assert render("bytea", "\\x0102ff", RenderOptions(bytea_format="postgres")) == "\\x0102ff"
+    with pytest.raises(ValueError, match="bytea format"):
+        RenderOptions(bytea_format="raw")
+
+
+def test_bounded_numeric_and_unknown_types_are_written_as_postgres_prints_them() -> None:
+    assert renderer_for(NUMERIC_10_2) is None
+    assert NUMERIC_10_2.numeric_precision_scale == (10, 2)
+    assert renderer_for(PgType("mood", "E")) is None  # enum label
+    assert renderer_for(PgType("_int4", "A")) is None  # '{1,2}'
+
+
+def test_bad_text_names_the_column() -> None:
+    rows = RowRenderer([SourceColumn("ok", PgType("bool", "B")),
+                        SourceColumn("flag", PgType("bool", "B"))])
+    assert rows.row(["t", None]) == ("true", None)
+    with pytest.raises(RenderError, match="column 'flag'.*boolean 'yes'"):
+        rows.row(["t", "yes"])
+
+
+@given(st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31)))
+def test_timestamps_always_carry_six_fraction_digits_and_keep_their_value(
+        moment: datetime) -> None:
+    text = moment.isoformat(sep=" ")  # Python drops a zero fraction, like PostgreSQL
+    out = render_timestamp(text)
+    assert len(out.split(".")[1]) == 6
+    assert datetime.strptime(out, "%Y-%m-%d %H:%M:%S.%f") == moment
+
+
+@given(st.decimals(min_value=Decimal("-1e21"), max_value=Decimal("1e21"), allow_nan=False,
+                   places=12))
+def test_unbounded_numeric_is_numeric_28_6(value: Decimal) -> None:
+    out = render_unbounded_numeric(str(value))
+    assert len(out.split(".")[1]) == 6
+    assert abs(Decimal(out) - value) <= Decimal("0.0000005")
+
+
+@given(st.decimals(min_value=Decimal("-92233720368547758.08"),
+                   max_value=Decimal("92233720368547758.07"), places=2))
+def test_money_is_numeric_38_4(value: Decimal) -> None:
+    sign = "-" if value < 0 else ""
+    text = f"{sign}${abs(value):,.2f}"  # lc_monetary=C prints it like this
+    assert Decimal(render_money(text)) == value
+    assert render_money(text).split(".")[1] == f"{abs(value):.2f}".split(".")[1] + "00"
+
+
+@given(st.times(), st.integers(-15 * 60, 15 * 60))
+def test_timetz_moves_to_utc(wall: object, offset_minutes: int) -> None:
+    offset = timedelta(minutes=offset_minutes)
+    sign = "+" if offset_minutes >= 0 else "-"
+    hh, mm = divmod(abs(offset_minutes), 60)
+    text = wall.isoformat() + f"{sign}{hh:02d}:{mm:02d}"  # type: ignore[attr-defined]
+    out = render_timetz(text)
+    day = datetime(2000, 1, 2, tzinfo=UTC)
+    expected = (datetime.combine(day.date(), wall, tzinfo=UTC) - offset).time()  # type: ignore[arg-type]
+    assert datetime.strptime(out.split(".")[0], "%H:%M:%S").time() == expected.replace(
+        microsecond=0)
