@@ -56,6 +56,29 @@ def cmd_down(args: argparse.Namespace) -> int:
     return 0
 
 
+def emitter_summary(state: dict) -> dict:
+    """What status shows of the emitter's state file (no secrets are in it)."""
+    keys = ("table", "phase", "last_file", "last_file_at", "files_written",
+            "changes_written", "stored_through_lsn", "schema_changes")
+    return {k: state[k] for k in keys if k in state}
+
+
+def emitter_lines(summary: dict) -> list[str]:
+    if not summary:
+        return []
+    lines = [f"\nemitter:  {summary.get('table', '?')} {summary.get('phase', '?')}; "
+             f"{summary.get('files_written', 0)} CDC files, "
+             f"{summary.get('changes_written', 0)} changes; last "
+             f"{summary.get('last_file') or '-'} {summary.get('last_file_at', '')}".rstrip()]
+    changes = summary.get("schema_changes") or []
+    if changes:
+        newest = changes[-1]
+        lines.append(f"          {len(changes)} schema change(s); newest "
+                     f"{newest.get('seen_at', '')}: {newest.get('table')}: "
+                     f"{'; '.join(newest.get('changes', []))}")
+    return lines
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     rt = _runtime()
     statuses = rt.status()
@@ -74,6 +97,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             "glue_endpoint": env.get(settings.ENV_GLUE_ENDPOINT),
             "catalog_uri": env.get(settings.ENV_CATALOG_URI),
             "env_file": str(Path(rt.where) / "cdclab.env") if rt.name == "embedded" else None,
+            "emitter": emitter_summary(rt.emitter_state()),
         }, indent=2))
     else:
         print(f"runtime: {rt.name} ({rt.where})")
@@ -86,6 +110,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             # the password stays out of terminals and screen shares
             print(f"\npostgres: {mask_password(env[settings.ENV_PG_DSN])}")
             print(f"s3:       {env.get(settings.ENV_S3_ENDPOINT)}")
+        for line in emitter_lines(emitter_summary(rt.emitter_state())):
+            print(line)
     all_up = all(s.running and s.healthy for s in statuses)
     return 0 if all_up else 3
 

@@ -38,6 +38,15 @@ PUBLISHED = {
 CONTAINER_CREDENTIALS = "/run/cdclab/credentials.json"
 
 Progress = Callable[[str], None]
+EMITTER_STATE = "emitter/state.json"  # under the state dir, in both runtimes
+
+
+def read_json_object(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 class Runtime(ABC):
@@ -56,6 +65,11 @@ class Runtime(ABC):
     @abstractmethod
     def glue_run_logs(self) -> Path | None:
         """Where the Glue runs' logs can be read from here, if anywhere."""
+
+    @abstractmethod
+    def emitter_state(self) -> dict:
+        """The emitter's state file (phase, table, last file, schema changes); {} if
+        it cannot be read from here."""
 
     @property
     @abstractmethod
@@ -117,6 +131,9 @@ class EmbeddedRuntime(Runtime):
 
     def glue_run_logs(self) -> Path | None:
         return settings.glue_run_logs(self.stack.state_dir)
+
+    def emitter_state(self) -> dict:
+        return read_json_object(self.stack.state_dir / EMITTER_STATE)
 
 
 # --- compose ----------------------------------------------------------------------------------
@@ -210,6 +227,21 @@ class ComposeRuntime(Runtime):
                 credentials.apply_file(env)
             self._env = env
         return self._env
+
+    def emitter_state(self) -> dict:
+        if self.inside:
+            return read_json_object(Path(self.environ.get(settings.ENV_STATE_DIR, "/data"))
+                                    / EMITTER_STATE)
+        if not self._docker():
+            return {}
+        done = subprocess.run(
+            [*compose_command(self.environ), "exec", "-T", "emitter", "cat",
+             f"/data/{EMITTER_STATE}"], capture_output=True, text=True, timeout=60)
+        try:
+            state = json.loads(done.stdout) if done.returncode == 0 else {}
+        except json.JSONDecodeError:
+            return {}
+        return state if isinstance(state, dict) else {}
 
     def _ps(self) -> dict[str, dict]:
         """`docker compose ps` by service (state, health), when docker is at hand."""

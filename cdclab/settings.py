@@ -43,6 +43,8 @@ ENV_SCRIPTS_BUCKET = "CDCLAB_SCRIPTS_BUCKET"
 ENV_AWS_REGION = "AWS_REGION"  # what the AWS SDKs for Java read (boto3 reads AWS_DEFAULT_REGION)
 
 DEFAULT_REGION = "us-east-1"
+LAB_BATCH_INTERVAL_S = 1  # CDC files in a second, not DMS's 60 s ...
+LAB_BATCH_SIZE_KB = 64  # ... or 32000 KB
 PROFILE_LOCAL = "local"
 PROFILE_AWS = "aws"
 
@@ -120,9 +122,16 @@ class DmsSettings:
     csv_row_delimiter: str
     csv_null_value: str
     change_seq_column: str
-    cdc_max_batch_interval_seconds: int
-    cdc_min_file_size_kb: int
     max_file_size_kb: int
+    # Unset: the lab batches small (LAB_BATCH_*) and `cdclab deploy` leaves DMS's own
+    # defaults (60 s, 32000 KB). Set: both use the value.
+    cdc_max_batch_interval_seconds: int | None = None
+    cdc_min_file_size_kb: int | None = None
+    # More S3 target settings (CHAP_Target.S3), AWS's defaults
+    rfc4180: bool = True
+    cdc_inserts_only: bool = False
+    cdc_inserts_and_updates: bool = False
+    use_task_start_time_for_full_load_timestamp: bool = False
     # PostgreSQL source endpoint settings (CHAP_Source.PostgreSQL), AWS's defaults
     trim_space_in_char: bool = True
     map_unbounded_numeric_as_string: bool = False

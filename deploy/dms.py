@@ -25,9 +25,16 @@ def s3_target_settings(p: PipelineSettings, *, bucket: str, role_arn: str) -> di
         "CsvDelimiter": d.csv_delimiter,
         "CsvRowDelimiter": d.csv_row_delimiter,
         "CsvNullValue": d.csv_null_value,
-        "CdcMaxBatchInterval": d.cdc_max_batch_interval_seconds,
-        "CdcMinFileSize": d.cdc_min_file_size_kb,
+        "Rfc4180": d.rfc4180,
+        "CdcInsertsOnly": d.cdc_inserts_only,
+        "CdcInsertsAndUpdates": d.cdc_inserts_and_updates,
+        "UseTaskStartTimeForFullLoadTimestamp": d.use_task_start_time_for_full_load_timestamp,
         "MaxFileSize": d.max_file_size_kb,
+        # the lab's small batches are not sent: DMS keeps its defaults unless they are set
+        **({"CdcMaxBatchInterval": d.cdc_max_batch_interval_seconds}
+           if d.cdc_max_batch_interval_seconds is not None else {}),
+        **({"CdcMinFileSize": d.cdc_min_file_size_kb}
+           if d.cdc_min_file_size_kb is not None else {}),
     }
 
 

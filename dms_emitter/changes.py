@@ -228,6 +228,10 @@ class ChangeBuilder:
         if header != txn.header:
             txn.cut()
             txn.header = header
-        txn.count += 1
+        txn.count += 1  # counts every change, written or not: the sequence stays stable
+        if op not in self.fmt.cdc_ops:
+            return  # CdcInsertsOnly / CdcInsertsAndUpdates
         seq = change_seq(txn.final_lsn, txn.count)
-        txn.lines.append(encode_line((op, txn.ts_text, *values, seq), self.fmt))
+        shown = op if self.fmt.cdc_op_column else None
+        txn.lines.append(encode_line(self.fmt.fields(shown, txn.ts_text, values, seq),
+                                     self.fmt))

@@ -25,25 +25,56 @@ class DmsCsvError(ValueError):
 
 @dataclass(frozen=True)
 class CsvFormat:
-    timestamp_column: str = "last_updated_ts"
+    """The S3 target's CSV layout settings (CHAP_Target.S3), as the emitter applies them."""
+
+    timestamp_column: str = "last_updated_ts"  # TimestampColumnName; "" = no column
     change_seq_column: str = "change_seq"
     delimiter: str = ","
     row_delimiter: str = "\n"
+    null_value: str = ""  # CsvNullValue: written unquoted for NULL
+    add_header: bool = True  # AddColumnName
+    op_for_full_load: bool = True  # IncludeOpForFullLoad
+    cdc_ops: tuple[str, ...] = OPS  # CdcInsertsOnly: (I,); CdcInsertsAndUpdates: (I, U)
 
     @classmethod
     def from_settings(cls, dms: DmsSettings) -> CsvFormat:
-        if dms.csv_null_value != "":
-            raise ValueError(
-                f"pipeline.toml [dms] csv_null_value={dms.csv_null_value!r}: only '' is supported"
-            )
+        if dms.data_format != "csv":
+            raise ValueError(f"pipeline.toml [dms] data_format={dms.data_format!r}: the "
+                             "emitter writes csv only (parquet is not implemented yet)")
+        if not dms.rfc4180:
+            raise ValueError("pipeline.toml [dms] rfc4180=false: not implemented (the "
+                             "emitter always quotes like Rfc4180=true, DMS's default)")
+        if dms.cdc_inserts_only and dms.cdc_inserts_and_updates:
+            raise ValueError("pipeline.toml [dms]: cdc_inserts_only and "
+                             "cdc_inserts_and_updates can't both be true (DMS refuses it)")
         if len(dms.csv_delimiter) != 1 or dms.csv_row_delimiter not in ("\n", "\r\n"):
             raise ValueError("pipeline.toml [dms]: csv_delimiter must be one character and "
                              "csv_row_delimiter '\\n' or '\\r\\n'")
+        if any(c in dms.csv_null_value for c in (dms.csv_delimiter, '"', "\n", "\r")):
+            raise ValueError(f"pipeline.toml [dms] csv_null_value={dms.csv_null_value!r} "
+                             "holds a delimiter, quote or newline")
+        ops = ((OP_INSERT,) if dms.cdc_inserts_only else
+               (OP_INSERT, OP_UPDATE) if dms.cdc_inserts_and_updates else OPS)
         return cls(dms.timestamp_column_name, dms.change_seq_column, dms.csv_delimiter,
-                   dms.csv_row_delimiter)
+                   dms.csv_row_delimiter, dms.csv_null_value, dms.add_column_name,
+                   dms.include_op_for_full_load, ops)
 
-    def header(self, columns: Sequence[str]) -> list[str]:
-        return [OP_COLUMN, self.timestamp_column, *columns, self.change_seq_column]
+    @property
+    def cdc_op_column(self) -> bool:
+        """CDC rows carry Op unless only some ops are written and IncludeOpForFullLoad
+        is false ("CDC records are written without an indication" then)."""
+        return self.cdc_ops == OPS or self.op_for_full_load
+
+    def header(self, columns: Sequence[str], op: bool = True) -> list[str]:
+        return [*([OP_COLUMN] if op else []),
+                *([self.timestamp_column] if self.timestamp_column else []),
+                *columns, self.change_seq_column]
+
+    def fields(self, op: str | None, ts: str, values: Iterable[str | None],
+               seq: str) -> list[str | None]:
+        """A row's fields in header order; `op` None when the file has no Op column."""
+        return [*([op] if op is not None else []),
+                *([ts] if self.timestamp_column else []), *values, seq]
 
 
 @dataclass(frozen=True)
@@ -63,7 +94,7 @@ def format_ts(moment: datetime) -> str:
 
 def encode_field(value: str | None, fmt: CsvFormat = CsvFormat()) -> str:
     if value is None:
-        return ""
+        return fmt.null_value
     if (value == "" or fmt.delimiter in value or '"' in value or "\n" in value
             or "\r" in value):
         return '"' + value.replace('"', '""') + '"'
@@ -74,15 +105,18 @@ def encode_line(fields: Iterable[str | None], fmt: CsvFormat = CsvFormat()) -> s
     return fmt.delimiter.join(encode_field(v, fmt) for v in fields) + fmt.row_delimiter
 
 
-def encode_row(row: DmsRow, fmt: CsvFormat = CsvFormat()) -> str:
+def encode_row(row: DmsRow, fmt: CsvFormat = CsvFormat(), op: bool = True) -> str:
     if row.op not in OPS:
         raise ValueError(f"unknown DMS Op {row.op!r} (expected one of {OPS})")
-    return encode_line([row.op, format_ts(row.ts), *row.values, row.change_seq], fmt)
+    return encode_line(fmt.fields(row.op if op else None, format_ts(row.ts), row.values,
+                                  row.change_seq), fmt)
 
 
-def encode_file(columns: Sequence[str], lines: Iterable[str], fmt: CsvFormat = CsvFormat()) -> str:
-    """A whole file: header row, then already-encoded row lines."""
-    return encode_line(fmt.header(columns), fmt) + "".join(lines)
+def encode_file(columns: Sequence[str], lines: Iterable[str], fmt: CsvFormat = CsvFormat(),
+                op: bool = True) -> str:
+    """A whole file: the header row (AddColumnName), then already-encoded row lines."""
+    head = encode_line(fmt.header(columns, op), fmt) if fmt.add_header else ""
+    return head + "".join(lines)
 
 
 def chunk_lines(lines: Iterable[str], max_bytes: int) -> Iterator[list[str]]:

@@ -62,6 +62,7 @@ class EmitterConfig:
     render: RenderOptions = RenderOptions()
     pk_update: str = "update"
     unchanged_toast: str = "lookup"
+    task_start_time_for_full_load: bool = False
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> EmitterConfig:
@@ -72,8 +73,10 @@ class EmitterConfig:
             raise SystemExit(f"dms_emitter: set {settings.ENV_PG_DSN} to the source DSN")
         state = Path(env.get(settings.ENV_STATE_DIR, settings.state_dir()))
         interval = float(env.get(settings.ENV_BATCH_INTERVAL,
-                                 p.dms.cdc_max_batch_interval_seconds))
-        size_kb = float(env.get(settings.ENV_BATCH_SIZE_KB, p.dms.cdc_min_file_size_kb))
+                                 p.dms.cdc_max_batch_interval_seconds
+                                 or settings.LAB_BATCH_INTERVAL_S))
+        size_kb = float(env.get(settings.ENV_BATCH_SIZE_KB, p.dms.cdc_min_file_size_kb
+                                or settings.LAB_BATCH_SIZE_KB))
         d = p.dms
         render = RenderOptions(d.trim_space_in_char, d.map_unbounded_numeric_as_string,
                                d.bytea_format, d.timestamptz_time_zone)
@@ -81,7 +84,7 @@ class EmitterConfig:
                    p.source.publication, state / "emitter" / "state.json",
                    CsvFormat.from_settings(d), interval, int(size_kb * 1024),
                    d.max_file_size_kb * 1024, render, d.pk_update_handling,
-                   d.unchanged_toast)
+                   d.unchanged_toast, d.use_task_start_time_for_full_load_timestamp)
 
     @property
     def qualified(self) -> str:
@@ -104,6 +107,7 @@ class Emitter:
                  log: Callable[[str], None] = lambda m: print(m, flush=True)) -> None:
         self.cfg, self.sink, self.log = cfg, sink, log
         self.stopping = False
+        self.started_at = datetime.now(UTC)  # the "task start time"
         self.state = read_state(cfg.state_path)
         self.files = 0
         self.changes = 0
@@ -180,18 +184,22 @@ class Emitter:
         cfg = self.cfg
         for stale in self.sink.names("LOAD"):
             self.sink.delete(stale)  # from an interrupted earlier attempt
-        loaded_at = datetime.now(UTC)
         names = [c.name for c in columns]
         renderer = RowRenderer(columns, cfg.render)
         rows = repl.snapshot_rows(cfg.dsn, snapshot, cfg.schema, cfg.table, names, cfg.key,
                                   cfg.render.time_zone)
-        lines = (encode_row(DmsRow(OP_INSERT, loaded_at, renderer.row(values),
-                                   full_load_seq(n, consistent_lsn)), cfg.fmt)
+        # UseTaskStartTimeForFullLoadTimestamp: the task's start for every row; else "the
+        # full load timestamp ... increments with the time data arrives at the target"
+        started = self.started_at if cfg.task_start_time_for_full_load else None
+        op = cfg.fmt.op_for_full_load
+        lines = (encode_row(DmsRow(OP_INSERT, started or datetime.now(UTC),
+                                   renderer.row(values), full_load_seq(n, consistent_lsn)),
+                            cfg.fmt, op)
                  for n, values in enumerate(rows, start=1))
         total = 0
         for number, group in enumerate(chunk_lines(lines, cfg.max_file_bytes), start=1):
             name = load_file_name(number)
-            self.sink.put(name, encode_file(names, group, cfg.fmt).encode())
+            self.sink.put(name, encode_file(names, group, cfg.fmt, op).encode())
             total += len(group)
             self.log(f"full load: wrote {self.sink.describe(name)} ({len(group)} rows)")
         self.log(f"full load done: {total} rows")
@@ -269,11 +277,15 @@ class Emitter:
         for segment in batch.files():
             name = cdc_file_name(datetime.now(UTC), self.state.get("last_file"))
             self.sink.put(name, encode_file(list(segment.header), segment.lines,
-                                            self.cfg.fmt).encode())
-            self.save(last_file=name)
+                                            self.cfg.fmt, self.cfg.fmt.cdc_op_column).encode())
             self.files += 1
             self.changes += len(segment.lines)
+            self.save(last_file=name, last_file_at=datetime.now(UTC).isoformat(),
+                      files_written=self.state.get("files_written", 0) + 1,
+                      changes_written=self.state.get("changes_written", 0)
+                      + len(segment.lines))
             self.log(f"wrote {self.sink.describe(name)}: {len(segment.lines)} changes")
+        self.save(stored_through_lsn=pg.format_lsn(batch.end_lsn))
         self.log(f"batch of {len(batch.transactions)} transactions stored, up to LSN "
                  f"{pg.format_lsn(batch.end_lsn)} (total {self.files} files, "
                  f"{self.changes} changes)")

@@ -133,8 +133,11 @@ def test_deploy_creates_every_resource_with_its_settings(aws):
         "CsvDelimiter": d.csv_delimiter,
         "CsvRowDelimiter": d.csv_row_delimiter,
         "CsvNullValue": d.csv_null_value,
-        "CdcMaxBatchInterval": d.cdc_max_batch_interval_seconds,
-        "CdcMinFileSize": d.cdc_min_file_size_kb,
+        "Rfc4180": d.rfc4180,
+        "CdcInsertsOnly": d.cdc_inserts_only,
+        "CdcInsertsAndUpdates": d.cdc_inserts_and_updates,
+        "UseTaskStartTimeForFullLoadTimestamp": (
+            d.use_task_start_time_for_full_load_timestamp),
         "MaxFileSize": d.max_file_size_kb,
     }
     [task] = dms.describe_replication_tasks(

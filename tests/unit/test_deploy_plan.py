@@ -44,8 +44,11 @@ def emitter_s3_settings(bucket: str, role_arn: str) -> dict:
         "CsvNullValue": d.csv_null_value,
         "BucketFolder": d.bucket_folder,
         "BucketName": bucket,
-        "CdcMaxBatchInterval": d.cdc_max_batch_interval_seconds,
-        "CdcMinFileSize": d.cdc_min_file_size_kb,
+        "Rfc4180": d.rfc4180,
+        "CdcInsertsOnly": d.cdc_inserts_only,
+        "CdcInsertsAndUpdates": d.cdc_inserts_and_updates,
+        "UseTaskStartTimeForFullLoadTimestamp": (
+            d.use_task_start_time_for_full_load_timestamp),
         "MaxFileSize": d.max_file_size_kb,
         "ServiceAccessRoleArn": role_arn,
     }

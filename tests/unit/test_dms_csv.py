@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -69,6 +70,9 @@ def test_timestamps_are_utc() -> None:
 
 def test_file_names() -> None:
     assert load_file_name(1) == "LOAD00000001.csv"
+    # "an incremental hexadecimal counter" (CHAP_Target.S3)
+    assert [load_file_name(n) for n in (9, 10, 16)] == [
+        "LOAD00000009.csv", "LOAD0000000A.csv", "LOAD00000010.csv"]
     t = datetime(2026, 11, 22, 10, 15, 0, 123456, UTC)
     first = cdc_file_name(t)
     assert first == "20261122-101500123.csv"
@@ -97,3 +101,38 @@ def test_chunks_keep_every_line_in_order_within_size(lines: list[str], limit: in
 def test_parse_errors_name_file_and_line(text: str, message: str) -> None:
     with pytest.raises(DmsCsvError, match=message.replace("(", r"\(")):
         parse_dms_csv(text, "f.csv")
+
+
+def layout(**changes: object) -> CsvFormat:
+    dms = dataclasses.replace(settings.load_pipeline().dms, **changes)
+    return CsvFormat.from_settings(dms)
+
+
+def test_layout_settings_follow_the_s3_target() -> None:
+    row = DmsRow("I", datetime(2026, 1, 1, tzinfo=UTC), ("1", None, ""), "7")
+    default = layout()
+    assert encode_file(["id", "a", "b"], [encode_row(row, default)], default) == (
+        "Op,last_updated_ts,id,a,b,change_seq\nI,2026-01-01 00:00:00.000000,1,,\"\",7\n")
+    bare = layout(add_column_name=False, timestamp_column_name="",
+                  include_op_for_full_load=False, csv_null_value="NULL")
+    assert encode_file(["id", "a", "b"], [encode_row(row, bare, op=False)], bare,
+                       op=False) == '1,NULL,"",7\n'
+    # "Indicating source DB operations in migrated S3 data": Op on CDC rows unless only
+    # some ops are written and IncludeOpForFullLoad is false
+    assert default.cdc_op_column and layout(include_op_for_full_load=False).cdc_op_column
+    inserts = layout(cdc_inserts_only=True, include_op_for_full_load=False)
+    assert inserts.cdc_ops == ("I",) and not inserts.cdc_op_column
+    assert layout(cdc_inserts_and_updates=True).cdc_ops == ("I", "U")
+    assert layout(cdc_inserts_and_updates=True).cdc_op_column
+
+
+@pytest.mark.parametrize(("changes", "named"), [
+    ({"data_format": "parquet"}, "data_format"),
+    ({"rfc4180": False}, "rfc4180"),
+    ({"cdc_inserts_only": True, "cdc_inserts_and_updates": True}, "cdc_inserts_only"),
+    ({"csv_null_value": 'a"b'}, "csv_null_value"),
+])
+def test_settings_not_implemented_or_invalid_fail_naming_them(changes: dict,
+                                                              named: str) -> None:
+    with pytest.raises(ValueError, match=named):
+        layout(**changes)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dms_emitter import pgoutput as pg
 from dms_emitter.batching import Batcher
 from dms_emitter.changes import ChangeBuilder
-from dms_emitter.dms_csv import encode_file, parse_dms_csv
+from dms_emitter.dms_csv import CsvFormat, encode_file, parse_dms_csv
 from dms_emitter.schema_change import SchemaChange
 
 INT4, TEXT, INT8 = 23, 25, 20
@@ -86,3 +86,32 @@ def test_a_renamed_key_column_falls_back_to_the_replica_identity_key() -> None:
     b.feed(pg.Update(7, "K", ("1", None), ("2", "x")))
     txn = b.feed(pg.Commit(0, 100, 120, 0))
     assert txn is not None and [line[0] for line in txn.lines] == ["D", "I"]
+
+
+def test_status_shows_the_emitter_and_its_newest_schema_change() -> None:
+    from cdclab.cli import emitter_lines, emitter_summary
+
+    state = {"phase": "streaming", "table": "public.t", "files_written": 3,
+             "changes_written": 9, "last_file": "20261123-101500123.csv", "shape": [],
+             "schema_changes": [{"table": "public.t", "changes": ["added c bool"],
+                                 "seen_at": "2026-11-23T10:15:00+00:00"}]}
+    summary = emitter_summary(state)
+    assert "shape" not in summary
+    lines = emitter_lines(summary)
+    assert "public.t streaming; 3 CDC files, 9 changes" in lines[0]
+    assert "1 schema change(s)" in lines[1] and "public.t: added c bool" in lines[1]
+    assert emitter_lines(emitter_summary({})) == []
+
+
+def test_cdc_inserts_only_writes_inserts_without_op_and_keeps_sequence_stable() -> None:
+    fmt = CsvFormat(op_for_full_load=False, cdc_ops=("I",), timestamp_column="")
+    b = ChangeBuilder("public", "t", ["id"], fmt)
+    b.feed(relation(("id", INT4), ("a", TEXT)))
+    b.feed(pg.Begin(100, 0, 1))
+    b.feed(pg.Insert(7, ("1", "x")))
+    b.feed(pg.Update(7, None, None, ("1", "y")))
+    b.feed(pg.Insert(7, ("2", "z")))
+    txn = b.feed(pg.Commit(0, 100, 120, 0))
+    assert txn is not None
+    assert [line.split(",")[:2] for line in txn.lines] == [["1", "x"], ["2", "z"]]
+    assert txn.lines[1].rstrip().endswith("3")  # the update took position 2
