@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dms_emitter.changes import ChangeBuilder  # noqa: E402
+from dms_emitter.changes import one_table  # noqa: E402
 from dms_emitter.pgoutput import decode  # noqa: E402
 
 COLUMNS = ("id", "url", "name", "since", "location", "response_time", "response_rate")
@@ -60,7 +60,7 @@ def main() -> None:
     messages += [update(i) for i in range(args.changes)]
     messages.append(b"C" + struct.pack(">BQQq", 0, 200, 300, 0))
 
-    builder = ChangeBuilder("public", "hosts_demo", ["id"])
+    builder = one_table("public", "hosts_demo", ["id"])
     start = time.perf_counter()
     txn = None
     for message in messages:

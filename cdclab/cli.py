@@ -58,22 +58,32 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 def emitter_summary(state: dict) -> dict:
     """What status shows of the emitter's state file (no secrets are in it)."""
-    keys = ("table", "phase", "last_file", "last_file_at", "files_written",
-            "changes_written", "stored_through_lsn", "schema_changes")
-    return {k: state[k] for k in keys if k in state}
+    keys = ("phase", "last_file", "last_file_at", "files_written", "changes_written",
+            "stored_through_lsn", "schema_changes")
+    summary = {k: state[k] for k in keys if k in state}
+    table_keys = ("folder", "load_rows", "load_files", "files_written", "changes_written",
+                  "last_file", "last_file_at")
+    if "tables" in state:
+        summary["tables"] = {name: {k: t[k] for k in table_keys if k in t}
+                             for name, t in state["tables"].items()}
+    return summary
 
 
 def emitter_lines(summary: dict) -> list[str]:
     if not summary:
         return []
-    lines = [f"\nemitter:  {summary.get('table', '?')} {summary.get('phase', '?')}; "
+    lines = [f"\nemitter:  {summary.get('phase', '?')}; "
              f"{summary.get('files_written', 0)} CDC files, "
              f"{summary.get('changes_written', 0)} changes; last "
              f"{summary.get('last_file') or '-'} {summary.get('last_file_at', '')}".rstrip()]
+    for name, t in sorted(summary.get("tables", {}).items()):
+        lines.append(f"  {name:<30} full load {t.get('load_rows', 0)} rows, "
+                     f"{t.get('files_written', 0)} CDC files, "
+                     f"{t.get('changes_written', 0)} changes")
     changes = summary.get("schema_changes") or []
     if changes:
         newest = changes[-1]
-        lines.append(f"          {len(changes)} schema change(s); newest "
+        lines.append(f"  {len(changes)} schema change(s); newest "
                      f"{newest.get('seen_at', '')}: {newest.get('table')}: "
                      f"{'; '.join(newest.get('changes', []))}")
     return lines

@@ -109,6 +109,9 @@ class SourceSettings:
     primary_key: str
     publication: str
     slot: str
+    # DMS table-mapping JSON (path from the repo root). Empty: `table` alone, plus the
+    # change-sequence column. The emitter and `cdclab deploy` both use it.
+    table_mappings: str = ""
 
 
 @dataclass(frozen=True)

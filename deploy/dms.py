@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cdclab.settings import PipelineSettings
+from cdclab.settings import REPO_ROOT, PipelineSettings
+from dms_emitter.table_mappings import TableMappings, default_mappings
 
 MIGRATION_TYPE = "full-load-and-cdc"  # "migrate existing data and replicate ongoing changes"
-CHANGE_SEQ_EXPRESSION = "$AR_H_CHANGE_SEQ"
 
 
 def s3_target_settings(p: PipelineSettings, *, bucket: str, role_arn: str) -> dict[str, Any]:
@@ -49,31 +49,15 @@ def postgres_source_settings(p: PipelineSettings) -> tuple[dict[str, Any], str |
 
 
 def table_mappings(p: PipelineSettings) -> dict[str, Any]:
-    """Select the source table and add the change-sequence column the job dedups by."""
-    locator = {"schema-name": p.source.schema, "table-name": p.source.table}
-    return {
-        "rules": [
-            {
-                "rule-type": "selection",
-                "rule-id": "1",
-                "rule-name": "include-source-table",
-                "object-locator": locator,
-                "rule-action": "include",
-            },
-            {
-                "rule-type": "transformation",
-                "rule-id": "2",
-                "rule-name": "add-change-seq",
-                "rule-target": "column",
-                "object-locator": locator,
-                "rule-action": "add-column",
-                "value": p.dms.change_seq_column,
-                "expression": CHANGE_SEQ_EXPRESSION,
-                # AR_H_CHANGE_SEQ is a 35-character numeric string
-                "data-type": {"type": "string", "length": 50},
-            },
-        ]
-    }
+    """The task's table mappings: the file pipeline.toml names (the same the emitter
+    applies, checked the same way), or the source table plus the change-sequence column
+    the job dedups by."""
+    if p.source.table_mappings:
+        path = REPO_ROOT / p.source.table_mappings
+        doc = json.loads(path.read_text())
+        TableMappings.parse(doc, str(path))  # what the emitter refuses, deploy refuses
+        return doc
+    return default_mappings(p.source.schema, p.source.table, p.dms.change_seq_column)
 
 
 def table_mappings_json(p: PipelineSettings) -> str:

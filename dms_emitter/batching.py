@@ -3,7 +3,7 @@
 A batch closes at a transaction boundary once its oldest transaction has waited
 `interval_s` or its size reached `size_bytes`. Transactions are added whole. A file
 holds one header: a schema change (a new column list) starts a new file, even inside a
-transaction, so the writer splits a batch into its runs of one header.
+transaction, so the writer splits a batch into runs of one table and one header.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Segment:
-    header: tuple[str, ...]  # the table's columns these rows carry
+    folder: str  # the table's folder (<schema>/<table>)
+    header: tuple[str, ...]  # the columns these rows carry
     lines: tuple[str, ...]  # encoded CSV rows
 
 
@@ -26,8 +27,8 @@ class Transaction:
 
     @classmethod
     def of(cls, commit_lsn: int, end_lsn: int, lines: list[str],
-           header: tuple[str, ...] = ()) -> Transaction:
-        return cls.of_segments(commit_lsn, end_lsn, [Segment(header, tuple(lines))])
+           header: tuple[str, ...] = (), folder: str = "") -> Transaction:
+        return cls.of_segments(commit_lsn, end_lsn, [Segment(folder, header, tuple(lines))])
 
     @classmethod
     def of_segments(cls, commit_lsn: int, end_lsn: int,
@@ -56,14 +57,17 @@ class Batch:
         return [line for t in self.transactions for line in t.lines]
 
     def files(self) -> list[Segment]:
-        """The batch as files: consecutive rows of one header share a file."""
-        runs: list[tuple[tuple[str, ...], list[str]]] = []
+        """The batch as files: per table folder, consecutive rows of one header share a
+        file; a table's files keep its rows in order."""
+        runs: list[tuple[str, tuple[str, ...], list[str]]] = []
+        last: dict[str, int] = {}
         for seg in (s for t in self.transactions for s in t.segments):
-            if runs and runs[-1][0] == seg.header:
-                runs[-1][1].extend(seg.lines)
-            else:
-                runs.append((seg.header, list(seg.lines)))
-        return [Segment(header, tuple(lines)) for header, lines in runs]
+            i = last.get(seg.folder)
+            if i is None or runs[i][1] != seg.header:
+                last[seg.folder] = i = len(runs)
+                runs.append((seg.folder, seg.header, []))
+            runs[i][2].extend(seg.lines)
+        return [Segment(folder, header, tuple(lines)) for folder, header, lines in runs]
 
 
 class Batcher:

@@ -1,9 +1,10 @@
-"""Pure: pgoutput messages of one table -> DMS CSV rows, grouped by transaction.
+"""Pure: pgoutput messages of the selected tables -> DMS CSV rows, grouped by transaction.
 
-A schema change never stops it: pgoutput sends a new Relation message before the first
-change after an ALTER TABLE, and the rows from there on carry the new column list (the
-writer starts a new file with the new header). Lookups of unchanged TOAST values are
-the caller's I/O, passed in as a function.
+Each table is written as its TablePlan says (table mappings: folder, column renames,
+removed and added columns). A schema change never stops it: pgoutput sends a new
+Relation message before the first change after an ALTER TABLE, and the rows from there
+on carry the new column list (the writer starts a new file with the new header).
+Lookups of unchanged TOAST values are the caller's I/O, passed in as a function.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from dms_emitter.dms_csv import (
     encode_line,
     format_ts,
 )
-from dms_emitter.schema_change import SchemaChange, shape_of
+from dms_emitter.schema_change import SchemaChange, Shape, shape_of
 from dms_emitter.source_types import PgType, SourceColumn, builtin
+from dms_emitter.table_mappings import TableMappings, TablePlan, default_mappings
 from dms_emitter.values import RenderError, RenderOptions, RowRenderer
 
 # An UPDATE that changes the primary key. DMS "ignores an attempt to update a primary
@@ -42,8 +44,18 @@ TOAST_LOOKUP, TOAST_NULL = "lookup", "null"
 TOAST_MODES = (TOAST_LOOKUP, TOAST_NULL)
 
 TypeResolver = Callable[[list[tuple[int, int]]], Mapping[tuple[int, int], PgType]]
-# (key column -> text value, wanted columns) -> {column: text} of the row now, or None
-Lookup = Callable[[dict[str, str | None], list[str]], dict[str, str | None] | None]
+# (table, key column -> text value, wanted columns) -> {column: text} of the row now
+Lookup = Callable[[TablePlan, dict[str, str | None], list[str]],
+                  dict[str, str | None] | None]
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A selected table: how it is written, its key, the shape its files have now."""
+
+    plan: TablePlan
+    key: tuple[str, ...]  # primary key (or the unique key of a table without one)
+    known_shape: Shape | None = None
 
 
 class ChangeError(RuntimeError):
@@ -57,61 +69,78 @@ def builtin_types(wanted: list[tuple[int, int]]) -> dict[tuple[int, int], PgType
 
 
 @dataclass
+class _Table:
+    """What the last Relation message said of one table."""
+
+    spec: TableSpec
+    source: tuple[SourceColumn, ...]
+    shape: Shape
+    renderer: RowRenderer
+    kept: list[int]
+    header: tuple[str, ...]
+    key: list[int]
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.source]
+
+
+@dataclass
 class _Open:
     final_lsn: int
     commit_ts: int
-    segments: list[Segment] = field(default_factory=list)
-    lines: list[str] = field(default_factory=list)  # of the current header
-    header: tuple[str, ...] = ()
+    runs: list[tuple[str, tuple[str, ...], list[str]]] = field(default_factory=list)
+    last_run: dict[str, int] = field(default_factory=dict)  # folder -> index in runs
     count: int = 0
     ts_text: str | None = None  # commit time as DMS writes it: shared by every row
 
-    def cut(self) -> None:
-        if self.lines:
-            self.segments.append(Segment(self.header, tuple(self.lines)))
-            self.lines = []
+    def add(self, folder: str, header: tuple[str, ...], line: str) -> None:
+        i = self.last_run.get(folder)
+        if i is None or self.runs[i][1] != header:
+            self.last_run[folder] = i = len(self.runs)
+            self.runs.append((folder, header, []))
+        self.runs[i][2].append(line)
+
+    def segments(self) -> list[Segment]:
+        return [Segment(folder, header, tuple(lines)) for folder, header, lines in self.runs]
 
 
 class ChangeBuilder:
     """Feed decoded pgoutput messages in order; `feed` returns a Transaction at each Commit."""
 
     def __init__(
-        self, schema: str, table: str, key: Sequence[str], fmt: CsvFormat | None = None,
+        self, tables: Sequence[TableSpec], fmt: CsvFormat | None = None,
         warn: Callable[[str], None] = lambda _msg: None, *,
         types: TypeResolver = builtin_types, options: RenderOptions | None = None,
         pk_update: str = PK_UPDATE_AS_UPDATE, unchanged_toast: str = TOAST_LOOKUP,
         lookup: Lookup | None = None,
         on_schema_change: Callable[[SchemaChange], None] = lambda _c: None,
-        known_shape: tuple[tuple[str, str], ...] | None = None,
     ) -> None:
         if pk_update not in PK_UPDATE_MODES:
             raise ValueError(f"pk_update {pk_update!r}: expected one of {PK_UPDATE_MODES}")
         if unchanged_toast not in TOAST_MODES:
             raise ValueError(f"unchanged_toast {unchanged_toast!r}: expected one of "
                              f"{TOAST_MODES}")
-        self.schema, self.table, self.fmt, self.warn = schema, table, fmt or CsvFormat(), warn
-        self.key_columns = tuple(key)
+        self.specs = {(t.plan.schema, t.plan.table): t for t in tables}
+        self.fmt, self.warn = fmt or CsvFormat(), warn
         self.types, self.options = types, options or RenderOptions()
         self.pk_update, self.unchanged_toast, self.lookup = pk_update, unchanged_toast, lookup
         self.on_schema_change = on_schema_change
-        self.source: tuple[SourceColumn, ...] | None = None
-        self.shape = known_shape  # (name, type) of the columns rows are written with
-        self._renderer: RowRenderer | None = None
-        self._key: list[int] = []
-        self._oid: int | None = None
+        self._shapes: dict[str, Shape | None] = {
+            t.plan.qualified: t.known_shape for t in tables}
+        self._tables: dict[int, _Table] = {}  # by relation OID
         self._txn: _Open | None = None
 
-    @property
-    def columns(self) -> tuple[str, ...] | None:
-        return None if self.source is None else tuple(c.name for c in self.source)
+    def columns(self, qualified: str) -> tuple[str, ...] | None:
+        """The source columns of a table as the last Relation message gave them."""
+        for t in self._tables.values():
+            if t.spec.plan.qualified == qualified:
+                return tuple(t.names)
+        return None
 
     @property
     def in_transaction(self) -> bool:
         return self._txn is not None
-
-    @property
-    def qualified(self) -> str:
-        return f"{self.schema}.{self.table}"
 
     def feed(self, msg: pg.PgOutputMessage) -> Transaction | None:
         if isinstance(msg, pg.Relation):
@@ -120,13 +149,16 @@ class ChangeBuilder:
             self._txn = _Open(msg.final_lsn, msg.commit_ts)
         elif isinstance(msg, pg.Commit):
             txn, self._txn = self._require_txn("Commit"), None
-            txn.cut()
-            return Transaction.of_segments(msg.commit_lsn, msg.end_lsn, txn.segments)
-        elif isinstance(msg, pg.Insert | pg.Update | pg.Delete) and msg.relation_oid == self._oid:
-            self._change(msg)
-        elif isinstance(msg, pg.Truncate) and self._oid in msg.relation_oids:
-            self.warn(f"TRUNCATE of {self.qualified} ignored (AWS DMS does not replicate it "
-                      "from PostgreSQL either)")
+            return Transaction.of_segments(msg.commit_lsn, msg.end_lsn, txn.segments())
+        elif isinstance(msg, pg.Insert | pg.Update | pg.Delete):
+            table = self._tables.get(msg.relation_oid)
+            if table is not None:
+                self._change(table, msg)
+        elif isinstance(msg, pg.Truncate):
+            for oid in msg.relation_oids:
+                if oid in self._tables:
+                    self.warn(f"TRUNCATE of {self._tables[oid].spec.plan.qualified} ignored "
+                              "(AWS DMS does not replicate it from PostgreSQL either)")
         return None
 
     def _require_txn(self, what: str) -> _Open:
@@ -135,54 +167,60 @@ class ChangeBuilder:
         return self._txn
 
     def _relation(self, rel: pg.Relation) -> None:
-        if (rel.namespace, rel.name) != (self.schema, self.table):
-            return
+        known = self._tables.get(rel.oid)
+        spec = known.spec if known else self.specs.get((rel.namespace, rel.name))
+        if spec is None:
+            return  # published, but not selected (or no longer)
+        qualified = spec.plan.qualified
         types = self.types([(c.type_oid, c.type_modifier) for c in rel.columns])
-        source = tuple(SourceColumn(c.name, types[(c.type_oid, c.type_modifier)], bool(c.flags & 1))
-                       for c in rel.columns)
+        source = tuple(SourceColumn(c.name, types[(c.type_oid, c.type_modifier)],
+                                    bool(c.flags & 1)) for c in rel.columns)
         shape = shape_of(source)
-        if self.shape is not None and shape != self.shape:
+        before = self._shapes.get(qualified)
+        if before is not None and shape != before:
             lsn = self._txn.final_lsn if self._txn else 0
-            self.on_schema_change(SchemaChange(self.qualified, lsn, self.shape, shape))
-        self.source, self.shape, self._oid = source, shape, rel.oid
-        self._renderer = RowRenderer(source, self.options)
+            self.on_schema_change(SchemaChange(qualified, lsn, before, shape))
+        self._shapes[qualified] = shape
         names = [c.name for c in source]
-        if all(k in names for k in self.key_columns):
-            self._key = [names.index(k) for k in self.key_columns]
+        if all(k in names for k in spec.key):
+            key = [names.index(k) for k in spec.key]
         else:
             # The key column was renamed or dropped: DMS does not follow primary-key
             # definition changes either. Fall back to the replica identity's key.
-            self._key = ([i for i, c in enumerate(source) if c.in_key]
-                         if rel.replica_identity in ("d", "i") else [])
-            self.warn(f"key column(s) {list(self.key_columns)} no longer in {self.qualified} "
-                      f"{names}; key changes are detected by "
-                      f"{[names[i] for i in self._key] or 'nothing'} from here on")
+            key = ([i for i, c in enumerate(source) if c.in_key]
+                   if rel.replica_identity in ("d", "i") else [])
+            self.warn(f"key column(s) {list(spec.key)} no longer in {qualified} {names}; "
+                      f"key changes are detected by {[names[i] for i in key] or 'nothing'} "
+                      "from here on")
+        kept = spec.plan.kept(names)
+        self._tables[rel.oid] = _Table(spec, source, shape, RowRenderer(source, self.options),
+                                       kept, spec.plan.header(names), key)
 
-    def _change(self, msg: pg.Insert | pg.Update | pg.Delete) -> None:
+    def _change(self, table: _Table, msg: pg.Insert | pg.Update | pg.Delete) -> None:
         if isinstance(msg, pg.Insert):
-            self._emit(OP_INSERT, self._values(msg.new, None, "INSERT"))
+            self._emit(table, OP_INSERT, self._values(table, msg.new, None, "INSERT"))
         elif isinstance(msg, pg.Delete):
-            self._emit(OP_DELETE, self._values(msg.old, None, "DELETE", filled=False))
+            self._emit(table, OP_DELETE,
+                       self._values(table, msg.old, None, "DELETE", filled=False))
         else:
             old = msg.old if msg.old_kind == "O" else None
-            new = self._values(msg.new, old, "UPDATE")
-            key_changed = (self._key and msg.old is not None
-                           and self._key_of(msg.old) != self._key_of(new))
+            new = self._values(table, msg.new, old, "UPDATE")
+            key_changed = (table.key and msg.old is not None
+                           and _pick(msg.old, table.key) != _pick(new, table.key))
             if key_changed and self.pk_update == PK_UPDATE_AS_DELETE_INSERT:
-                self._emit(OP_DELETE, self._values(msg.old, None, "UPDATE", filled=False))
-                self._emit(OP_INSERT, new)
+                self._emit(table, OP_DELETE,
+                           self._values(table, msg.old, None, "UPDATE", filled=False))
+                self._emit(table, OP_INSERT, new)
             else:
-                self._emit(OP_UPDATE, new)
-
-    def _key_of(self, values: Sequence[object]) -> tuple:
-        return tuple(values[i] for i in self._key)
+                self._emit(table, OP_UPDATE, new)
 
     def _values(
-        self, new: pg.TupleData, old: pg.TupleData | None, what: str, filled: bool = True,
+        self, table: _Table, new: pg.TupleData, old: pg.TupleData | None, what: str,
+        filled: bool = True,
     ) -> tuple[str | None, ...]:
         """Text values of a tuple. `filled`: unchanged TOAST values must be found (an
         INSERT or UPDATE image); a DELETE's key-only old tuple keeps them NULL."""
-        assert self.source is not None
+        qualified = table.spec.plan.qualified
         out: list[str | None] = []
         missing: list[int] = []
         for i, v in enumerate(new):
@@ -193,45 +231,62 @@ class ChangeBuilder:
                     missing.append(i)
                     v = None
             elif isinstance(v, bytes):
-                raise ChangeError(f"binary value in column {self.source[i].name!r} of "
-                                  f"{what} on {self.qualified}: use text format")
+                raise ChangeError(f"binary value in column {table.names[i]!r} of "
+                                  f"{what} on {qualified}: use text format")
             out.append(v)  # type: ignore[arg-type]
         if missing and filled and self.unchanged_toast == TOAST_LOOKUP:
-            self._look_up(out, missing, what)
-        assert self._renderer is not None
+            self._look_up(table, out, missing, what)
         try:
-            return self._renderer.row(out)
+            return table.renderer.row(out)
         except RenderError as exc:
-            raise ChangeError(f"{what} on {self.qualified}: {exc}") from None
+            raise ChangeError(f"{what} on {qualified}: {exc}") from None
 
-    def _look_up(self, out: list[str | None], missing: list[int], what: str) -> None:
-        assert self.source is not None
-        names = [self.source[i].name for i in missing]
-        if self.lookup is None or not self._key:
-            self.warn(f"{what} on {self.qualified}: unchanged TOAST value(s) of {names} "
+    def _look_up(self, table: _Table, out: list[str | None], missing: list[int],
+                 what: str) -> None:
+        qualified = table.spec.plan.qualified
+        names = [table.names[i] for i in missing]
+        if self.lookup is None or not table.key:
+            self.warn(f"{what} on {qualified}: unchanged TOAST value(s) of {names} "
                       "cannot be looked up (no key): written as NULL")
             return
-        key = {self.source[i].name: out[i] for i in self._key}
-        row = self.lookup(key, names)
+        key = {table.names[i]: out[i] for i in table.key}
+        row = self.lookup(table.spec.plan, key, names)
         if row is None:
-            self.warn(f"{what} on {self.qualified}: row {key} is gone from the source; "
+            self.warn(f"{what} on {qualified}: row {key} is gone from the source; "
                       f"unchanged TOAST value(s) of {names} written as NULL")
             return
         for i, name in zip(missing, names, strict=True):
             out[i] = row[name]
 
-    def _emit(self, op: str, values: tuple[str | None, ...]) -> None:
+    def _emit(self, table: _Table, op: str, values: tuple[str | None, ...]) -> None:
         txn = self._require_txn(op)
         if txn.ts_text is None:
             txn.ts_text = format_ts(pg.pg_timestamp(txn.commit_ts))
-        header = self.columns or ()
-        if header != txn.header:
-            txn.cut()
-            txn.header = header
         txn.count += 1  # counts every change, written or not: the sequence stays stable
         if op not in self.fmt.cdc_ops:
             return  # CdcInsertsOnly / CdcInsertsAndUpdates
         seq = change_seq(txn.final_lsn, txn.count)
         shown = op if self.fmt.cdc_op_column else None
-        txn.lines.append(encode_line(self.fmt.fields(shown, txn.ts_text, values, seq),
-                                     self.fmt))
+        row = table.spec.plan.row(table.kept, values, seq)
+        txn.add(table.spec.plan.folder, table.header,
+                encode_line(self.fmt.fields(shown, txn.ts_text, row), self.fmt))
+
+
+def _pick(values: Sequence[object], indexes: list[int]) -> tuple:
+    return tuple(values[i] for i in indexes)
+
+
+def one_table(schema: str, table: str, key: Sequence[str], fmt: CsvFormat | None = None,
+              *, change_seq_column: str = "change_seq",
+              known_shape: Shape | None = None,
+              lookup: Callable[[dict[str, str | None], list[str]],
+                               dict[str, str | None] | None] | None = None,
+              **options: object) -> ChangeBuilder:
+    """A builder for one table with the default mappings (the change_seq column last)."""
+    mappings = TableMappings.parse(default_mappings(schema, table, change_seq_column))
+    spec = TableSpec(mappings.plan(schema, table), tuple(key), known_shape)
+    wrapped: Lookup | None = None
+    if lookup is not None:
+        def wrapped(_plan: TablePlan, k: dict[str, str | None], cols: list[str]):
+            return lookup(k, cols)
+    return ChangeBuilder([spec], fmt, lookup=wrapped, **options)  # type: ignore[arg-type]

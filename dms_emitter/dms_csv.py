@@ -66,15 +66,16 @@ class CsvFormat:
         return self.cdc_ops == OPS or self.op_for_full_load
 
     def header(self, columns: Sequence[str], op: bool = True) -> list[str]:
+        """Op, the timestamp column, then the written columns (the table's, then those
+        of add-column rules such as the change sequence)."""
         return [*([OP_COLUMN] if op else []),
-                *([self.timestamp_column] if self.timestamp_column else []),
-                *columns, self.change_seq_column]
+                *([self.timestamp_column] if self.timestamp_column else []), *columns]
 
-    def fields(self, op: str | None, ts: str, values: Iterable[str | None],
-               seq: str) -> list[str | None]:
+    def fields(self, op: str | None, ts: str,
+               values: Iterable[str | None]) -> list[str | None]:
         """A row's fields in header order; `op` None when the file has no Op column."""
         return [*([op] if op is not None else []),
-                *([ts] if self.timestamp_column else []), *values, seq]
+                *([ts] if self.timestamp_column else []), *values]
 
 
 @dataclass(frozen=True)
@@ -106,15 +107,17 @@ def encode_line(fields: Iterable[str | None], fmt: CsvFormat = CsvFormat()) -> s
 
 
 def encode_row(row: DmsRow, fmt: CsvFormat = CsvFormat(), op: bool = True) -> str:
+    """A row whose values end with its change sequence (the default add-column)."""
     if row.op not in OPS:
         raise ValueError(f"unknown DMS Op {row.op!r} (expected one of {OPS})")
-    return encode_line(fmt.fields(row.op if op else None, format_ts(row.ts), row.values,
-                                  row.change_seq), fmt)
+    return encode_line(fmt.fields(row.op if op else None, format_ts(row.ts),
+                                  (*row.values, row.change_seq)), fmt)
 
 
 def encode_file(columns: Sequence[str], lines: Iterable[str], fmt: CsvFormat = CsvFormat(),
                 op: bool = True) -> str:
-    """A whole file: the header row (AddColumnName), then already-encoded row lines."""
+    """A whole file: the header row (AddColumnName), then already-encoded row lines.
+    `columns` are all written columns, added ones included."""
     head = encode_line(fmt.header(columns, op), fmt) if fmt.add_header else ""
     return head + "".join(lines)
 

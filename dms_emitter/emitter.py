@@ -24,20 +24,21 @@ from dms_emitter import pgoutput as pg
 from dms_emitter import replication as repl
 from dms_emitter.batching import Batcher
 from dms_emitter.change_seq import full_load_seq
-from dms_emitter.changes import ChangeBuilder
+from dms_emitter.changes import ChangeBuilder, TableSpec
 from dms_emitter.dms_csv import (
     OP_INSERT,
     CsvFormat,
-    DmsRow,
     cdc_file_name,
     chunk_lines,
     encode_file,
-    encode_row,
+    encode_line,
+    format_ts,
     load_file_name,
 )
-from dms_emitter.schema_change import SchemaChange, shape_of
+from dms_emitter.schema_change import SchemaChange, Shape, shape_of
 from dms_emitter.sink import Sink
 from dms_emitter.source_types import SourceColumn
+from dms_emitter.table_mappings import MappingError, TableMappings, TablePlan, default_mappings
 from dms_emitter.values import RenderOptions, RowRenderer
 
 PHASE_FULL_LOAD = "full_load"
@@ -49,7 +50,7 @@ SCHEMA_CHANGES_KEPT = 20  # newest schema changes kept in the state file (cdclab
 @dataclass(frozen=True)
 class EmitterConfig:
     dsn: str
-    schema: str
+    schema: str  # [source].schema/table/primary_key: the configured key is checked
     table: str
     key: str
     slot: str
@@ -63,6 +64,7 @@ class EmitterConfig:
     pk_update: str = "update"
     unchanged_toast: str = "lookup"
     task_start_time_for_full_load: bool = False
+    mappings: TableMappings | None = None  # None: the configured table + change_seq
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> EmitterConfig:
@@ -80,15 +82,34 @@ class EmitterConfig:
         d = p.dms
         render = RenderOptions(d.trim_space_in_char, d.map_unbounded_numeric_as_string,
                                d.bytea_format, d.timestamptz_time_zone)
+        mappings = None
+        if p.source.table_mappings:
+            path = settings.REPO_ROOT / p.source.table_mappings
+            try:
+                mappings = TableMappings.parse(path.read_text(), str(path))
+            except (OSError, MappingError) as exc:
+                raise SystemExit(f"dms_emitter: pipeline.toml [source] table_mappings: "
+                                 f"{exc}") from None
         return cls(dsn, p.source.schema, p.source.table, p.source.primary_key, p.source.slot,
                    p.source.publication, state / "emitter" / "state.json",
                    CsvFormat.from_settings(d), interval, int(size_kb * 1024),
                    d.max_file_size_kb * 1024, render, d.pk_update_handling,
-                   d.unchanged_toast, d.use_task_start_time_for_full_load_timestamp)
+                   d.unchanged_toast, d.use_task_start_time_for_full_load_timestamp, mappings)
 
     @property
     def qualified(self) -> str:
         return f"{self.schema}.{self.table}"
+
+    def table_mappings(self) -> TableMappings:
+        return self.mappings or TableMappings.parse(
+            default_mappings(self.schema, self.table, self.fmt.change_seq_column))
+
+
+@dataclass(frozen=True)
+class SelectedTable:
+    plan: TablePlan
+    columns: list[SourceColumn]
+    key: tuple[str, ...]
 
 
 def read_state(path: Path) -> dict:
@@ -111,6 +132,9 @@ class Emitter:
         self.state = read_state(cfg.state_path)
         self.files = 0
         self.changes = 0
+        self.selected: list[SelectedTable] = []
+        self.published_now: list[str] = []  # tables this start had to add to a publication
+        self.folders: dict[str, str] = {}  # table folder -> schema.table
 
     def stop(self, *_args: object) -> None:
         self.stopping = True
@@ -119,28 +143,32 @@ class Emitter:
         self.state.update(changes)
         write_state(self.cfg.state_path, self.state)
 
+    def save_table(self, qualified: str, **changes: object) -> None:
+        tables = self.state.setdefault("tables", {})
+        tables[qualified] = {**tables.get(qualified, {}), **changes}
+        self.save()
+
     # --- start-up and full load ------------------------------------------------------
     def run(self) -> None:
         cfg = self.cfg
         with psycopg.connect(cfg.dsn, autocommit=True) as admin:
-            columns = repl.table_columns(admin, cfg.schema, cfg.table)
-            has_pk = self.check_key(admin, columns)
-            added = repl.ensure_publication(admin, cfg.publication, cfg.schema, cfg.table,
-                                            inserts_only=not has_pk, log=self.log)
+            self.selected = self.select_tables(admin)
+            names = [t.plan.qualified for t in self.selected]
             repl.wait_slot_released(admin, cfg.slot)
             slot_lsn = repl.slot_confirmed_lsn(admin, cfg.slot)
             streaming = self.state.get("phase") == PHASE_STREAMING
-            if streaming and self.state.get("table", cfg.qualified) != cfg.qualified:
-                self.log(f"the configured table is now {cfg.qualified} (was "
-                         f"{self.state['table']}): full load of it, then streaming")
+            before = sorted(self.state.get("tables", {}))
+            if streaming and before != sorted(names):
+                self.log(f"the selected tables are now {names} (were {before}): full load "
+                         "of them, then streaming")
                 streaming = False
-            elif streaming and added:
-                self.log(f"{cfg.qualified} was not in the publication: changes since the "
-                         "slot's position may be missing, so its full load is redone")
+            elif streaming and self.published_now:
+                self.log(f"{self.published_now} were not in the publication: changes since "
+                         "the slot's position may be missing, so the full load is redone")
                 streaming = False
             if not streaming and slot_lsn is not None:
-                self.log(f"slot {cfg.slot} exists but no full load of {cfg.qualified} "
-                         "finished with it: dropping it and starting over")
+                self.log(f"slot {cfg.slot} exists but no full load of {names} finished "
+                         "with it: dropping it and starting over")
                 repl.drop_slot(admin, cfg.slot)
             elif streaming and slot_lsn is None:
                 raise SystemExit(
@@ -153,56 +181,88 @@ class Emitter:
         conn = repl.ReplicationConnection(cfg.dsn, cfg.render.time_zone)
         try:
             if not streaming:
-                self.save(phase=PHASE_FULL_LOAD, last_file=None, table=cfg.qualified)
+                self.save(phase=PHASE_FULL_LOAD, last_file=None, tables={})
                 consistent_lsn, snapshot = conn.create_slot(cfg.slot)
-                self.full_load(snapshot, columns, consistent_lsn)
-                self.save(phase=PHASE_STREAMING, shape=[list(c) for c in shape_of(columns)])
-            self.stream(conn, columns)
+                for table in self.selected:
+                    self.full_load(table, snapshot, consistent_lsn)
+                self.save(phase=PHASE_STREAMING)
+            self.stream(conn)
         finally:
             conn.close()
 
-    def check_key(self, admin: psycopg.Connection, columns: list[SourceColumn]) -> bool:
-        """True when the table has a primary key. The configured key must be it, or a
-        unique key of a table without one; anything else is refused, naming the table."""
+    def select_tables(self, admin: psycopg.Connection) -> list[SelectedTable]:
+        """The tables the mappings select, each checked and in the right publication;
+        tables no longer selected leave the publications."""
         cfg = self.cfg
-        key = (cfg.key,)
+        plans = cfg.table_mappings().select(repl.list_tables(admin))
+        if not plans:
+            raise SystemExit("dms_emitter: the table mappings select no table of the source "
+                             "database (check the selection rules' schema and table names)")
+        selected: list[SelectedTable] = []
+        self.published_now = []
+        for plan in plans:
+            columns = repl.table_columns(admin, plan.schema, plan.table)
+            key, has_pk = self.check_key(admin, plan, columns)
+            if repl.ensure_publication(admin, cfg.publication, plan.schema, plan.table,
+                                       inserts_only=not has_pk, log=self.log):
+                self.published_now.append(plan.qualified)
+            selected.append(SelectedTable(plan, columns, key))
+        repl.prune_publications(admin, cfg.publication,
+                                {(t.plan.schema, t.plan.table) for t in selected}, self.log)
+        self.log(f"tables: {', '.join(t.plan.qualified for t in selected)}")
+        return selected
+
+    def check_key(self, admin: psycopg.Connection, plan: TablePlan,
+                  columns: list[SourceColumn]) -> tuple[tuple[str, ...], bool]:
+        """(key, has a primary key). The configured key of [source].table must be its
+        primary key, or a unique key of a table without one: anything else is refused,
+        naming the table. Other tables are keyed by their primary key."""
+        cfg = self.cfg
         pk = tuple(c.name for c in columns if c.in_key)
+        configured = plan.qualified == cfg.qualified
         if pk:
-            if set(key) != set(pk):
-                raise SystemExit(f"dms_emitter: [source].primary_key {list(key)} is not the "
-                                 f"primary key {list(pk)} of {cfg.qualified}")
-            return True
-        if not any(set(key) == set(u) for u in repl.unique_keys(admin, cfg.schema, cfg.table)):
-            raise SystemExit(f"dms_emitter: [source].primary_key {list(key)} is neither a "
-                             f"primary key nor a unique key of {cfg.qualified}")
-        self.log(f"WARNING: {cfg.qualified} has no primary key: only its inserts are "
+            if configured and {cfg.key} != set(pk):
+                raise SystemExit(f"dms_emitter: [source].primary_key {[cfg.key]} is not the "
+                                 f"primary key {list(pk)} of {plan.qualified}")
+            return pk, True
+        uniques = repl.unique_keys(admin, plan.schema, plan.table)
+        if configured and not any({cfg.key} == set(u) for u in uniques):
+            raise SystemExit(f"dms_emitter: [source].primary_key {[cfg.key]} is neither a "
+                             f"primary key nor a unique key of {plan.qualified}")
+        self.log(f"WARNING: {plan.qualified} has no primary key: only its inserts are "
                  "replicated (like DMS, which ignores UPDATE and DELETE for such tables); "
                  "the source's own updates and deletes keep working")
-        return False
+        key = (cfg.key,) if configured else (uniques[0] if uniques else ())
+        return key, False
 
-    def full_load(self, snapshot: str, columns: list[SourceColumn], consistent_lsn: int) -> None:
-        cfg = self.cfg
-        for stale in self.sink.names("LOAD"):
-            self.sink.delete(stale)  # from an interrupted earlier attempt
-        names = [c.name for c in columns]
-        renderer = RowRenderer(columns, cfg.render)
-        rows = repl.snapshot_rows(cfg.dsn, snapshot, cfg.schema, cfg.table, names, cfg.key,
-                                  cfg.render.time_zone)
+    def full_load(self, table: SelectedTable, snapshot: str, consistent_lsn: int) -> None:
+        cfg, plan = self.cfg, table.plan
+        sink = self.sink.child(plan.folder)
+        for stale in sink.names("LOAD"):
+            sink.delete(stale)  # from an interrupted earlier attempt
+        names = [c.name for c in table.columns]
+        kept, header = plan.kept(names), plan.header(names)
+        renderer = RowRenderer(table.columns, cfg.render)
+        rows = repl.snapshot_rows(cfg.dsn, snapshot, plan.schema, plan.table, names,
+                                  table.key or tuple(names), cfg.render.time_zone)
         # UseTaskStartTimeForFullLoadTimestamp: the task's start for every row; else "the
         # full load timestamp ... increments with the time data arrives at the target"
         started = self.started_at if cfg.task_start_time_for_full_load else None
-        op = cfg.fmt.op_for_full_load
-        lines = (encode_row(DmsRow(OP_INSERT, started or datetime.now(UTC),
-                                   renderer.row(values), full_load_seq(n, consistent_lsn)),
-                            cfg.fmt, op)
+        op = OP_INSERT if cfg.fmt.op_for_full_load else None
+        lines = (encode_line(cfg.fmt.fields(
+                    op, format_ts(started or datetime.now(UTC)),
+                    plan.row(kept, renderer.row(values), full_load_seq(n, consistent_lsn))),
+                    cfg.fmt)
                  for n, values in enumerate(rows, start=1))
-        total = 0
+        total = files = 0
         for number, group in enumerate(chunk_lines(lines, cfg.max_file_bytes), start=1):
             name = load_file_name(number)
-            self.sink.put(name, encode_file(names, group, cfg.fmt, op).encode())
-            total += len(group)
-            self.log(f"full load: wrote {self.sink.describe(name)} ({len(group)} rows)")
-        self.log(f"full load done: {total} rows")
+            sink.put(name, encode_file(header, group, cfg.fmt, op is not None).encode())
+            total, files = total + len(group), number
+            self.log(f"full load: wrote {sink.describe(name)} ({len(group)} rows)")
+        self.save_table(plan.qualified, folder=plan.folder, load_rows=total, load_files=files,
+                        shape=[list(c) for c in shape_of(table.columns)])
+        self.log(f"full load of {plan.qualified} done: {total} rows")
 
     def schema_changed(self, change: SchemaChange) -> None:
         """Logged and kept for `cdclab status`; streaming goes on with the new columns."""
@@ -210,11 +270,11 @@ class Emitter:
                  "the next files carry the new header")
         kept = [*self.state.get("schema_changes", []),
                 {**change.to_json(), "seen_at": datetime.now(UTC).isoformat()}]
-        self.save(schema_changes=kept[-SCHEMA_CHANGES_KEPT:],
-                  shape=[list(c) for c in change.after])
+        self.state["schema_changes"] = kept[-SCHEMA_CHANGES_KEPT:]
+        self.save_table(change.table, shape=[list(c) for c in change.after])
 
     # --- streaming -------------------------------------------------------------------
-    def stream(self, conn: repl.ReplicationConnection, columns: list[SourceColumn]) -> None:
+    def stream(self, conn: repl.ReplicationConnection) -> None:
         cfg = self.cfg
         with psycopg.connect(cfg.dsn, autocommit=True) as admin:
             confirmed = repl.slot_confirmed_lsn(admin, cfg.slot) or 0
@@ -227,13 +287,15 @@ class Emitter:
     def _stream(self, conn: repl.ReplicationConnection, reader: repl.SourceReader,
                 confirmed: int) -> None:
         cfg = self.cfg
-        known = self.state.get("shape")
+        known = self.state.get("tables", {})
+        specs = [TableSpec(t.plan, t.key, _shape(known.get(t.plan.qualified, {})))
+                 for t in self.selected]
         builder = ChangeBuilder(
-            cfg.schema, cfg.table, [cfg.key], cfg.fmt, warn=self.log, types=reader.types,
-            options=cfg.render, pk_update=cfg.pk_update, unchanged_toast=cfg.unchanged_toast,
-            lookup=lambda key, cols: reader.lookup(cfg.schema, cfg.table, key, cols),
-            on_schema_change=self.schema_changed,
-            known_shape=tuple(tuple(c) for c in known) if known else None)
+            specs, cfg.fmt, warn=self.log, types=reader.types, options=cfg.render,
+            pk_update=cfg.pk_update, unchanged_toast=cfg.unchanged_toast,
+            lookup=lambda plan, key, cols: reader.lookup(plan.schema, plan.table, key, cols),
+            on_schema_change=self.schema_changed)
+        self.folders = {t.plan.folder: t.plan.qualified for t in self.selected}
         batcher = Batcher(cfg.interval_s, cfg.size_bytes)
         conn.start(cfg.slot, [cfg.publication, repl.inserts_publication(cfg.publication)])
         self.log(f"streaming from slot {cfg.slot} at {pg.format_lsn(confirmed)}")
@@ -255,7 +317,7 @@ class Emitter:
                 txn = builder.feed(pg.decode(item.payload))
                 if txn is not None:
                     seen_end = max(seen_end, txn.end_lsn)
-                    if txn.lines:
+                    if txn.segments:
                         batcher.add(txn, time.monotonic())
             now = time.monotonic()
             if batcher.pending and (batcher.ready(now) or self.stopping):
@@ -272,23 +334,36 @@ class Emitter:
                 return
 
     def write_batch(self, batcher: Batcher) -> None:
-        """One file per header: a schema change inside the batch starts a new file."""
+        """One file per table and header: a schema change starts a new file."""
         batch = batcher.take()
         for segment in batch.files():
+            sink = self.sink.child(segment.folder)
             name = cdc_file_name(datetime.now(UTC), self.state.get("last_file"))
-            self.sink.put(name, encode_file(list(segment.header), segment.lines,
-                                            self.cfg.fmt, self.cfg.fmt.cdc_op_column).encode())
+            sink.put(name, encode_file(list(segment.header), segment.lines, self.cfg.fmt,
+                                       self.cfg.fmt.cdc_op_column).encode())
             self.files += 1
             self.changes += len(segment.lines)
-            self.save(last_file=name, last_file_at=datetime.now(UTC).isoformat(),
-                      files_written=self.state.get("files_written", 0) + 1,
-                      changes_written=self.state.get("changes_written", 0)
-                      + len(segment.lines))
-            self.log(f"wrote {self.sink.describe(name)}: {len(segment.lines)} changes")
+            qualified = self.folders.get(segment.folder, segment.folder)
+            table = self.state.get("tables", {}).get(qualified, {})
+            at = datetime.now(UTC).isoformat()
+            self.state.update(last_file=name, last_file_at=at,
+                              files_written=self.state.get("files_written", 0) + 1,
+                              changes_written=self.state.get("changes_written", 0)
+                              + len(segment.lines))
+            self.save_table(qualified, last_file=name, last_file_at=at,
+                            files_written=table.get("files_written", 0) + 1,
+                            changes_written=table.get("changes_written", 0)
+                            + len(segment.lines))
+            self.log(f"wrote {sink.describe(name)}: {len(segment.lines)} changes")
         self.save(stored_through_lsn=pg.format_lsn(batch.end_lsn))
         self.log(f"batch of {len(batch.transactions)} transactions stored, up to LSN "
                  f"{pg.format_lsn(batch.end_lsn)} (total {self.files} files, "
                  f"{self.changes} changes)")
+
+
+def _shape(table_state: dict) -> Shape | None:
+    shape = table_state.get("shape")
+    return tuple((name, kind) for name, kind in shape) if shape else None
 
 
 RECONNECT_BACKOFF_S = (1, 2, 5, 10, 30)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import select
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import psycopg
 from psycopg import pq, sql
@@ -90,6 +90,33 @@ def ensure_publication(conn: psycopg.Connection, publication: str, schema: str,
         sql.Identifier(wanted), sql.Identifier(schema), sql.Identifier(table)))
     log(f"added {schema}.{table} to publication {wanted}")
     return True
+
+
+def list_tables(conn: psycopg.Connection) -> list[tuple[str, str]]:
+    """(schema, table) of every ordinary and partitioned table outside the system
+    schemas: what selection rules choose from."""
+    rows = conn.execute(
+        "SELECT n.nspname, c.relname FROM pg_class c "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition "
+        "AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
+        "AND n.nspname NOT LIKE 'pg\\_%' ORDER BY 1, 2").fetchall()
+    return [(r[0], r[1]) for r in rows]
+
+
+def prune_publications(conn: psycopg.Connection, publication: str,
+                       keep: set[tuple[str, str]],
+                       log: Callable[[str], None] = lambda _m: None) -> None:
+    """Tables no longer selected leave the emitter's publications (their WAL is then
+    not decoded at all)."""
+    for name in (publication, inserts_publication(publication)):
+        rows = conn.execute("SELECT schemaname, tablename FROM pg_publication_tables "
+                            "WHERE pubname = %s", (name,)).fetchall()
+        for schema, table in rows:
+            if (schema, table) not in keep:
+                conn.execute(sql.SQL("ALTER PUBLICATION {} DROP TABLE {}.{}").format(
+                    sql.Identifier(name), sql.Identifier(schema), sql.Identifier(table)))
+                log(f"removed {schema}.{table} from publication {name}: no longer selected")
 
 
 def unique_keys(conn: psycopg.Connection, schema: str, table: str) -> list[tuple[str, ...]]:
@@ -180,7 +207,8 @@ def describe_types(conn: psycopg.Connection,
 
 
 def snapshot_rows(dsn: str, snapshot: str, schema: str, table: str, columns: list[str],
-                  key: str, time_zone: str = "UTC") -> Iterator[tuple[str | None, ...]]:
+                  order_by: Sequence[str], time_zone: str = "UTC",
+                  ) -> Iterator[tuple[str | None, ...]]:
     """All rows as of the exported snapshot, each value its output-function text (the
     same text pgoutput sends for it)."""
     with psycopg.connect(dsn, autocommit=True, options=session_options(time_zone),
@@ -189,7 +217,8 @@ def snapshot_rows(dsn: str, snapshot: str, schema: str, table: str, columns: lis
         conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot)))
         query = sql.SQL("SELECT {} FROM {}.{} ORDER BY {}").format(
             sql.SQL(", ").join(sql.Identifier(c) for c in columns),
-            sql.Identifier(schema), sql.Identifier(table), sql.Identifier(key))
+            sql.Identifier(schema), sql.Identifier(table),
+            sql.SQL(", ").join(sql.Identifier(c) for c in order_by))
         yield from conn.cursor().stream(query)
         conn.execute("COMMIT")
 

@@ -19,6 +19,9 @@ class Sink(Protocol):
 
     def describe(self, name: str) -> str: ...
 
+    def child(self, folder: str) -> Sink:
+        """The same store one folder down (a table's <schema>/<table>)."""
+
 
 class S3Sink:
     """Files under s3://<bucket>/<prefix>/; endpoint from AWS_ENDPOINT_URL_S3 (boto3 reads it)."""
@@ -51,6 +54,9 @@ class S3Sink:
     def describe(self, name: str) -> str:
         return f"s3://{self.bucket}/{self.key(name)}"
 
+    def child(self, folder: str) -> S3Sink:
+        return S3Sink(self.bucket, f"{self.prefix}/{folder.strip('/')}", self.client)
+
 
 class LocalDirSink:
     """Same interface on a local directory (development without an S3 server)."""
@@ -77,7 +83,11 @@ class LocalDirSink:
     def describe(self, name: str) -> str:
         return str(self.root / name)
 
+    def child(self, folder: str) -> LocalDirSink:
+        return LocalDirSink(self.root / folder)
+
 
 def bronze_sink() -> S3Sink:
+    """The DMS bucket folder; each table's files go to <schema>/<table> below it."""
     pipeline = settings.load_pipeline()
-    return S3Sink(pipeline.lake.bronze_bucket, pipeline.bronze_prefix)
+    return S3Sink(pipeline.lake.bronze_bucket, pipeline.dms.bucket_folder)

@@ -90,7 +90,7 @@ def s3_env(minio: dict, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict]:
 def test_full_load_then_cdc_as_a_service(postgres, s3_env, tmp_path: Path) -> None:
     dsn = postgres.dsn
     reset_source(dsn, 300)
-    sink = bronze_sink()
+    sink = bronze_sink().child(f"{PIPE.source.schema}/{PIPE.source.table}")
     clear(sink)
     state = tmp_path / "state"
     ctx = StackContext(state_dir=state, env={**s3_env["env"], settings.ENV_PG_DSN: dsn,
@@ -127,15 +127,20 @@ class Crash(Exception):
 class CrashAfterPut:
     """Stores the first CDC file, then 'dies' before the emitter can confirm the slot."""
 
-    def __init__(self, inner: S3Sink) -> None:
+    def __init__(self, inner: S3Sink, parent: CrashAfterPut | None = None) -> None:
         self.inner = inner
+        self.parent = parent
         self.crashed_file: str | None = None
 
     def put(self, name: str, body: bytes) -> None:
         self.inner.put(name, body)
-        if not name.startswith("LOAD") and self.crashed_file is None:
-            self.crashed_file = name
+        root = self.parent or self
+        if not name.startswith("LOAD") and root.crashed_file is None:
+            root.crashed_file = name
             raise Crash(name)
+
+    def child(self, folder: str) -> CrashAfterPut:
+        return CrashAfterPut(self.inner.child(folder), self.parent or self)
 
     def __getattr__(self, attr: str):
         return getattr(self.inner, attr)
@@ -149,7 +154,8 @@ def test_crash_before_confirm_replays_and_loses_nothing(postgres, s3_env, tmp_pa
         EmitterConfig.from_env({settings.ENV_PG_DSN: dsn, settings.ENV_STATE_DIR: str(tmp_path),
                                 settings.ENV_BATCH_INTERVAL: "0.3"}),
         slot=slot)
-    sink = S3Sink(PIPE.lake.bronze_bucket, f"crashtest-{slot}/{PIPE.bronze_prefix}")
+    sink = S3Sink(PIPE.lake.bronze_bucket, f"crashtest-{slot}/{PIPE.dms.bucket_folder}")
+    table_files = sink.child(f"{PIPE.source.schema}/{PIPE.source.table}")
     crashing = CrashAfterPut(sink)
     errors: list[BaseException] = []
 
@@ -166,28 +172,28 @@ def test_crash_before_confirm_replays_and_loses_nothing(postgres, s3_env, tmp_pa
     try:
         first = Emitter(cfg, crashing, log=lambda _m: None)
         t1 = run(first)
-        wait_for(lambda: sink.names("LOAD") and first.state.get("phase") == "streaming",
-                 what="full load")
+        wait_for(lambda: table_files.names("LOAD")
+                 and first.state.get("phase") == "streaming", what="full load")
         run_workload(dsn, transactions=30, rate=0, seed=9)
         t1.join(timeout=60)
         assert len(errors) == 1 and isinstance(errors[0], Crash), errors
         crashed = crashing.crashed_file
         assert crashed is not None
-        crashed_rows = read_files(sink)[crashed]
+        crashed_rows = read_files(table_files)[crashed]
         assert crashed_rows
 
         second = Emitter(cfg, sink, log=lambda _m: None)  # restart: same state, same slot
         t2 = run(second)
         expected = source_rows(dsn)
-        wait_for(lambda: second.files > 0 and replay(read_files(sink)) == expected,
+        wait_for(lambda: second.files > 0 and replay(read_files(table_files)) == expected,
                  what="replayed files to match the source")
         second.stop()
         t2.join(timeout=30)
-        files = read_files(sink)
+        files = read_files(table_files)
         later = {r["change_seq"] for n, rows in files.items() if n > crashed for r in rows}
         # the unconfirmed changes came again: duplicates, nothing lost
         assert {r["change_seq"] for r in crashed_rows} <= later
         assert len(errors) == 1
     finally:
         drop_slot(dsn, slot)
-        clear(sink)
+        clear(table_files)

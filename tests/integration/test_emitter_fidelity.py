@@ -18,6 +18,7 @@ from dms_emitter.dms_csv import parse_dms_csv
 from dms_emitter.emitter import Emitter, EmitterConfig, read_state
 from dms_emitter.replication import inserts_publication
 from dms_emitter.sink import LocalDirSink
+from dms_emitter.table_mappings import TableMappings
 
 pytestmark = pytest.mark.integration
 
@@ -90,16 +91,19 @@ class Run:
 def emit(postgres, tmp_path: Path) -> Iterator[Callable[..., Run]]:
     runs: list[tuple[Run, str, str]] = []
 
-    def start(table: str, key: str = "id") -> Run:
+    def start(table: str, key: str = "id", mappings: dict | None = None,
+              schema: str = "public") -> Run:
         tag = uuid.uuid4().hex[:8]
         cfg = dataclasses.replace(
             EmitterConfig.from_env({settings.ENV_PG_DSN: postgres.dsn,
                                     settings.ENV_STATE_DIR: str(tmp_path / tag),
                                     settings.ENV_BATCH_INTERVAL: "0.2"}),
-            table=table, key=key, slot=f"fid_{tag}", publication=f"fid_{tag}")
+            schema=schema, table=table, key=key, slot=f"fid_{tag}", publication=f"fid_{tag}",
+            mappings=TableMappings.parse(mappings) if mappings else None)
         log: list[str] = []
-        run = Run(Emitter(cfg, LocalDirSink(tmp_path / tag / "files"), log=log.append),
-                  LocalDirSink(tmp_path / tag / "files"), None, [], log)  # type: ignore[arg-type]
+        files = LocalDirSink(tmp_path / tag / "files")
+        run = Run(Emitter(cfg, files, log=log.append), files.child(f"{schema}/{table}"),
+                  None, [], log)  # type: ignore[arg-type]
 
         def target() -> None:
             try:
@@ -224,3 +228,58 @@ def test_a_publication_missing_the_table_gets_it(postgres, emit) -> None:
     assert members == [(publication,)]
     sql(postgres.dsn, f"INSERT INTO {table} VALUES (1, 'x')")
     run.wait(lambda: len(run.rows()) == 1, what="the insert")
+
+
+def test_table_mappings_select_many_tables_each_in_its_own_folder(postgres, emit) -> None:
+    schema = f"fid_{uuid.uuid4().hex[:8]}"
+    sql(postgres.dsn, f"CREATE SCHEMA {schema}",
+        f'CREATE TABLE {schema}."Orders Q1" (region text, id int, total numeric(10,2), '
+        "PRIMARY KEY (region, id))",
+        f"CREATE TABLE {schema}.items (id int PRIMARY KEY, name text, secret text)",
+        f"CREATE TABLE {schema}.items_archive (id int PRIMARY KEY)",
+        f"CREATE TABLE {schema}.events (happened text)",
+        f"INSERT INTO {schema}.\"Orders Q1\" VALUES ('eu', 1, 9.5), ('us', 1, 3)",
+        f"INSERT INTO {schema}.items VALUES (1, 'pen', 'x')",
+        f"INSERT INTO {schema}.items_archive VALUES (1)")
+    locator = {"schema-name": schema, "table-name": "%"}
+    mappings = {"rules": [
+        {"rule-type": "selection", "rule-id": "1", "rule-name": "all",
+         "object-locator": locator, "rule-action": "include"},
+        {"rule-type": "selection", "rule-id": "2", "rule-name": "no-archive",
+         "object-locator": {**locator, "table-name": "%_archive"}, "rule-action": "exclude"},
+        {"rule-type": "transformation", "rule-id": "3", "rule-name": "goods",
+         "rule-target": "table", "object-locator": {**locator, "table-name": "items"},
+         "rule-action": "rename", "value": "goods"},
+        {"rule-type": "transformation", "rule-id": "4", "rule-name": "drop-secret",
+         "rule-target": "column", "rule-action": "remove-column",
+         "object-locator": {**locator, "table-name": "items", "column-name": "secret"}},
+        {"rule-type": "transformation", "rule-id": "5", "rule-name": "seq",
+         "rule-target": "column", "object-locator": locator, "rule-action": "add-column",
+         "value": "change_seq", "expression": "$AR_H_CHANGE_SEQ"},
+    ]}
+    run = emit("items", mappings=mappings, schema=schema)
+    assert not run.errors, run.log
+    root = run.emitter.sink.root  # type: ignore[attr-defined]
+    folders = sorted(str(p.parent.relative_to(root)) for p in root.rglob("LOAD*.csv"))
+    assert folders == [f"{schema}/Orders Q1", f"{schema}/goods"]  # events is empty
+    sql(postgres.dsn, f"UPDATE {schema}.\"Orders Q1\" SET total = 10 WHERE region = 'eu'",
+        f"INSERT INTO {schema}.items VALUES (2, 'ink', 'y')",
+        f"INSERT INTO {schema}.events VALUES ('boot')",
+        f"INSERT INTO {schema}.items_archive VALUES (2)")
+    orders = LocalDirSink(root / schema / "Orders Q1")
+    goods = LocalDirSink(root / schema / "goods")
+    events = LocalDirSink(root / schema / "events")
+
+    def rows(sink: LocalDirSink) -> list[dict]:
+        return [r for n in sorted(sink.names(), key=lambda n: (not n.startswith("LOAD"), n))
+                for r in parse_dms_csv((sink.root / n).read_text(), n)]
+    run.wait(lambda: len(rows(orders)) == 3 and len(rows(goods)) == 2 and rows(events),
+             "a CDC file in each table's folder")
+    assert [(r["Op"], r["region"], r["id"], r["total"]) for r in rows(orders)] == [
+        ("I", "eu", "1", "9.50"), ("I", "us", "1", "3.00"), ("U", "eu", "1", "10.00")]
+    assert [list(r)[2:] for r in rows(goods)] == [["id", "name", "change_seq"]] * 2
+    assert [(r["Op"], r["happened"]) for r in rows(events)] == [("I", "boot")]
+    assert not (root / schema / "items_archive").exists()
+    tables = read_state(run.emitter.cfg.state_path)["tables"]
+    assert sorted(tables) == [f"{schema}.Orders Q1", f"{schema}.events", f"{schema}.items"]
+    assert tables[f"{schema}.items"]["folder"] == f"{schema}/goods"

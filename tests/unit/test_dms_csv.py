@@ -42,7 +42,7 @@ rows = st.builds(
 
 @given(st.lists(rows, max_size=10))
 def test_round_trip(dms_rows: list[DmsRow]) -> None:
-    text = encode_file(COLUMNS, [encode_row(r, FMT) for r in dms_rows], FMT)
+    text = encode_file([*COLUMNS, "change_seq"], [encode_row(r, FMT) for r in dms_rows], FMT)
     parsed = parse_dms_csv(text, "test.csv", FMT)
     assert len(parsed) == len(dms_rows)
     for got, want in zip(parsed, dms_rows, strict=True):
@@ -111,12 +111,13 @@ def layout(**changes: object) -> CsvFormat:
 def test_layout_settings_follow_the_s3_target() -> None:
     row = DmsRow("I", datetime(2026, 1, 1, tzinfo=UTC), ("1", None, ""), "7")
     default = layout()
-    assert encode_file(["id", "a", "b"], [encode_row(row, default)], default) == (
+    assert encode_file(["id", "a", "b", "change_seq"], [encode_row(row, default)],
+                       default) == (
         "Op,last_updated_ts,id,a,b,change_seq\nI,2026-01-01 00:00:00.000000,1,,\"\",7\n")
     bare = layout(add_column_name=False, timestamp_column_name="",
                   include_op_for_full_load=False, csv_null_value="NULL")
-    assert encode_file(["id", "a", "b"], [encode_row(row, bare, op=False)], bare,
-                       op=False) == '1,NULL,"",7\n'
+    assert encode_file(["id", "a", "b", "change_seq"], [encode_row(row, bare, op=False)],
+                       bare, op=False) == '1,NULL,"",7\n'
     # "Indicating source DB operations in migrated S3 data": Op on CDC rows unless only
     # some ops are written and IncludeOpForFullLoad is false
     assert default.cdc_op_column and layout(include_op_for_full_load=False).cdc_op_column

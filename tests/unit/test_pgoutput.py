@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dms_emitter import pgoutput as pg
-from dms_emitter.changes import ChangeBuilder
+from dms_emitter.changes import ChangeBuilder, one_table
 from dms_emitter.dms_csv import parse_dms_csv
 
 # --- a tiny pure encoder, written from the protocol docs --------------------------------
@@ -136,7 +136,7 @@ ROW = ("1", "u", "A, \"B\"", "2020-01-01", "Paris, France", "", None)
 
 
 def builder() -> ChangeBuilder:
-    b = ChangeBuilder("public", "hosts_demo", ["id"])
+    b = one_table("public", "hosts_demo", ["id"])
     b.feed(REL)
     return b
 
@@ -171,17 +171,17 @@ def test_unchanged_toast_is_filled_from_old_tuple_or_looked_up_by_key() -> None:
     def lookup(key: dict, cols: list) -> dict | None:
         asked.append((key, cols))
         return {"name": "now"}
-    b = ChangeBuilder("public", "hosts_demo", ["id"], lookup=lookup)
+    b = one_table("public", "hosts_demo", ["id"], lookup=lookup)
     b.feed(REL)
     assert rows_of(b, pg.Update(7, None, None, new))[0]["name"] == "now"
     assert asked == [({"id": "1"}, ["name"])]
     warned: list[str] = []
-    gone = ChangeBuilder("public", "hosts_demo", ["id"], lookup=lambda k, c: None,
+    gone = one_table("public", "hosts_demo", ["id"], lookup=lambda k, c: None,
                          warn=warned.append)
     gone.feed(REL)
     assert rows_of(gone, pg.Update(7, None, None, new))[0]["name"] is None
     assert "gone from the source" in warned[0]
-    as_null = ChangeBuilder("public", "hosts_demo", ["id"], unchanged_toast="null",
+    as_null = one_table("public", "hosts_demo", ["id"], unchanged_toast="null",
                             lookup=lookup)
     as_null.feed(REL)
     assert rows_of(as_null, pg.Update(7, None, None, new))[0]["name"] is None
@@ -192,7 +192,7 @@ def test_key_change_is_one_update_like_dms_or_delete_then_insert() -> None:
     new = ("2", *ROW[1:])
     rows = rows_of(builder(), pg.Update(7, "O", ROW, new))
     assert [(r["Op"], r["id"]) for r in rows] == [("U", "2")]
-    b = ChangeBuilder("public", "hosts_demo", ["id"], pk_update="delete-insert")
+    b = one_table("public", "hosts_demo", ["id"], pk_update="delete-insert")
     b.feed(REL)
     rows = rows_of(b, pg.Update(7, "O", ROW, new))
     assert [(r["Op"], r["id"]) for r in rows] == [("D", "1"), ("I", "2")]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dms_emitter import pgoutput as pg
 from dms_emitter.batching import Batcher
-from dms_emitter.changes import ChangeBuilder
+from dms_emitter.changes import one_table
 from dms_emitter.dms_csv import CsvFormat, encode_file, parse_dms_csv
 from dms_emitter.schema_change import SchemaChange
 
@@ -40,7 +40,7 @@ def test_changes_are_described_for_logs_and_status() -> None:
 
 def test_alter_table_mid_transaction_never_stops_and_starts_a_new_header() -> None:
     seen: list[SchemaChange] = []
-    b = ChangeBuilder("public", "t", ["id"], on_schema_change=seen.append)
+    b = one_table("public", "t", ["id"], on_schema_change=seen.append)
     b.feed(relation(("id", INT4), ("a", TEXT)))
     b.feed(pg.Begin(100, 0, 1))
     b.feed(pg.Insert(7, ("1", "x")))
@@ -48,7 +48,8 @@ def test_alter_table_mid_transaction_never_stops_and_starts_a_new_header() -> No
     b.feed(pg.Insert(7, ("2", "y", "5")))
     txn = b.feed(pg.Commit(0, 100, 120, 0))
     assert txn is not None
-    assert [s.header for s in txn.segments] == [("id", "a"), ("id", "a", "c")]
+    assert [s.header for s in txn.segments] == [("id", "a", "change_seq"),
+                                                ("id", "a", "c", "change_seq")]
     assert [c.changes() for c in seen] == [["added c int8"]]
     b.feed(pg.Begin(130, 0, 2))
     b.feed(pg.Insert(7, ("3", "z", "6")))
@@ -59,7 +60,7 @@ def test_alter_table_mid_transaction_never_stops_and_starts_a_new_header() -> No
     batcher.add(txn, 0.0)
     batcher.add(later, 0.1)
     files = batcher.take().files()
-    assert [f.header for f in files] == [("id", "a"), ("id", "a", "c")]
+    assert [f.header[:-1] for f in files] == [("id", "a"), ("id", "a", "c")]
     rows = [parse_dms_csv(encode_file(list(f.header), f.lines)) for f in files]
     assert [r["id"] for r in rows[0]] == ["1"]
     assert [(r["id"], r["c"]) for r in rows[1]] == [("2", "5"), ("3", "6")]
@@ -69,7 +70,7 @@ def test_alter_table_mid_transaction_never_stops_and_starts_a_new_header() -> No
 
 def test_a_restarted_builder_knows_the_last_written_shape() -> None:
     seen: list[SchemaChange] = []
-    b = ChangeBuilder("public", "t", ["id"], on_schema_change=seen.append,
+    b = one_table("public", "t", ["id"], on_schema_change=seen.append,
                       known_shape=shape(("id", "int4"), ("a", "text")))
     b.feed(relation(("id", INT4), ("a", TEXT)))
     assert seen == []
@@ -79,7 +80,7 @@ def test_a_restarted_builder_knows_the_last_written_shape() -> None:
 
 def test_a_renamed_key_column_falls_back_to_the_replica_identity_key() -> None:
     warned: list[str] = []
-    b = ChangeBuilder("public", "t", ["id"], warn=warned.append, pk_update="delete-insert")
+    b = one_table("public", "t", ["id"], warn=warned.append, pk_update="delete-insert")
     b.feed(relation(("pk", INT4), ("a", TEXT)))
     assert "no longer in public.t" in warned[0] and "['pk']" in warned[0]
     b.feed(pg.Begin(100, 0, 1))
@@ -88,24 +89,27 @@ def test_a_renamed_key_column_falls_back_to_the_replica_identity_key() -> None:
     assert txn is not None and [line[0] for line in txn.lines] == ["D", "I"]
 
 
-def test_status_shows_the_emitter_and_its_newest_schema_change() -> None:
+def test_status_shows_the_emitter_per_table_and_its_newest_schema_change() -> None:
     from cdclab.cli import emitter_lines, emitter_summary
 
-    state = {"phase": "streaming", "table": "public.t", "files_written": 3,
-             "changes_written": 9, "last_file": "20261123-101500123.csv", "shape": [],
+    state = {"phase": "streaming", "files_written": 3, "changes_written": 9,
+             "last_file": "20261123-101500123.csv",
+             "tables": {"public.t": {"shape": [], "load_rows": 5, "files_written": 3,
+                                     "changes_written": 9, "folder": "public/t"}},
              "schema_changes": [{"table": "public.t", "changes": ["added c bool"],
                                  "seen_at": "2026-11-23T10:15:00+00:00"}]}
     summary = emitter_summary(state)
-    assert "shape" not in summary
+    assert "shape" not in summary["tables"]["public.t"]
     lines = emitter_lines(summary)
-    assert "public.t streaming; 3 CDC files, 9 changes" in lines[0]
-    assert "1 schema change(s)" in lines[1] and "public.t: added c bool" in lines[1]
+    assert "streaming; 3 CDC files, 9 changes" in lines[0]
+    assert "public.t" in lines[1] and "full load 5 rows, 3 CDC files" in lines[1]
+    assert "1 schema change(s)" in lines[2] and "public.t: added c bool" in lines[2]
     assert emitter_lines(emitter_summary({})) == []
 
 
 def test_cdc_inserts_only_writes_inserts_without_op_and_keeps_sequence_stable() -> None:
     fmt = CsvFormat(op_for_full_load=False, cdc_ops=("I",), timestamp_column="")
-    b = ChangeBuilder("public", "t", ["id"], fmt)
+    b = one_table("public", "t", ["id"], fmt)
     b.feed(relation(("id", INT4), ("a", TEXT)))
     b.feed(pg.Begin(100, 0, 1))
     b.feed(pg.Insert(7, ("1", "x")))
