@@ -59,9 +59,9 @@ def health(name: str) -> bool:
         return False
     if name in HEALTH_PORTS:
         return port_answers(port_for(HEALTH_PORTS[name]))
-    if name == "emitter":  # streaming, not reconnecting or re-loading
+    if name == "emitter":  # streaming (or a full-load-only task done), not re-loading
         state = settings.state_dir() / "emitter" / "state.json"
-        return json.loads(state.read_text()).get("phase") == "streaming"
+        return json.loads(state.read_text()).get("phase") in ("streaming", "loaded")
     return True  # the watcher: its process is the container's; it exits when it dies
 
 

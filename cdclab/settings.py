@@ -130,14 +130,19 @@ class DmsSettings:
     # defaults (60 s, 32000 KB). Set: both use the value.
     cdc_max_batch_interval_seconds: int | None = None
     cdc_min_file_size_kb: int | None = None
+    # The replication task's MigrationType: full-load-and-cdc | full-load | cdc
+    migration_type: str = "full-load-and-cdc"
     # More S3 target settings (CHAP_Target.S3), AWS's defaults
     rfc4180: bool = True
     cdc_inserts_only: bool = False
     cdc_inserts_and_updates: bool = False
     use_task_start_time_for_full_load_timestamp: bool = False
+    # Task setting (TargetMetadata.LobMaxSize, KB); S3 has limited LOB mode only
+    lob_max_size_kb: int = 32
     # PostgreSQL source endpoint settings (CHAP_Source.PostgreSQL), AWS's defaults
     trim_space_in_char: bool = True
     map_unbounded_numeric_as_string: bool = False
+    fail_tasks_on_lob_truncation: bool = False
     # What AWS does not document; the lab's choices (docs/dms-fidelity.md)
     pk_update_handling: str = "update"  # update | delete-insert
     unchanged_toast: str = "lookup"  # lookup | null

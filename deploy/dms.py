@@ -8,8 +8,6 @@ from typing import Any
 from cdclab.settings import REPO_ROOT, PipelineSettings
 from dms_emitter.table_mappings import TableMappings, default_mappings
 
-MIGRATION_TYPE = "full-load-and-cdc"  # "migrate existing data and replicate ongoing changes"
-
 
 def s3_target_settings(p: PipelineSettings, *, bucket: str, role_arn: str) -> dict[str, Any]:
     """S3Settings of the DMS target endpoint, field for field the emitter's format."""
@@ -42,10 +40,23 @@ def postgres_source_settings(p: PipelineSettings) -> tuple[dict[str, Any], str |
     """(PostgreSQLSettings, ExtraConnectionAttributes) of the source endpoint: the
     source settings the emitter follows. MapUnboundedNumericAsString is an extra
     connection attribute only (it is not in the API's PostgreSQLSettings)."""
-    settings = {"TrimSpaceInChar": p.dms.trim_space_in_char}
+    settings = {"TrimSpaceInChar": p.dms.trim_space_in_char,
+                "FailTasksOnLobTruncation": p.dms.fail_tasks_on_lob_truncation}
     extra = ("MapUnboundedNumericAsString=true"
              if p.dms.map_unbounded_numeric_as_string else None)
     return settings, extra
+
+
+def task_settings(p: PipelineSettings) -> dict[str, Any]:
+    """ReplicationTaskSettings: the LOB mode the emitter applies (S3 supports limited LOB
+    mode only), sent explicitly rather than left to DMS's defaults."""
+    return {"TargetMetadata": {"SupportLobs": True, "FullLobMode": False,
+                               "LimitedSizeLobMode": True,
+                               "LobMaxSize": p.dms.lob_max_size_kb}}
+
+
+def task_settings_json(p: PipelineSettings) -> str:
+    return json.dumps(task_settings(p), sort_keys=True)
 
 
 def table_mappings(p: PipelineSettings) -> dict[str, Any]:

@@ -128,22 +128,32 @@ def ensure_task(ctx: Context, r: Resource) -> str:
             ReplicationInstanceArn=_arn(ctx, s["ReplicationInstance"], "replication instance"),
             MigrationType=s["MigrationType"],
             TableMappings=s["TableMappings"],
+            ReplicationTaskSettings=s["ReplicationTaskSettings"],
             Tags=tag_list(s["Tags"]),
         )
         return "created"
     arn = found["ReplicationTaskArn"]
     require_ours(dms_tags(dms, arn), ctx.stack, "DMS replication task", r.name)
-    same = found.get("MigrationType") == s["MigrationType"] and json.loads(
-        found.get("TableMappings", "{}")
-    ) == json.loads(s["TableMappings"])
+    same = (found.get("MigrationType") == s["MigrationType"]
+            and json.loads(found.get("TableMappings", "{}")) == json.loads(s["TableMappings"])
+            and settings_include(json.loads(found.get("ReplicationTaskSettings") or "{}"),
+                                 json.loads(s["ReplicationTaskSettings"])))
     if same:
         return "unchanged"
     if found.get("Status") not in {"ready", "stopped", "failed"}:
         raise DeployError(
             f"DMS replication task {r.name!r} is {found.get('Status')}: stop it, then deploy "
-            "again to change its table mappings"
+            "again to change its table mappings or settings"
         )
     dms.modify_replication_task(
-        ReplicationTaskArn=arn, MigrationType=s["MigrationType"], TableMappings=s["TableMappings"]
+        ReplicationTaskArn=arn, MigrationType=s["MigrationType"], TableMappings=s["TableMappings"],
+        ReplicationTaskSettings=s["ReplicationTaskSettings"],
     )
     return "updated"
+
+
+def settings_include(found: dict, wanted: dict) -> bool:
+    """DMS answers with every task setting; ours are a subset of groups and keys."""
+    return all(isinstance(found.get(group), dict)
+               and all(found[group].get(k) == v for k, v in values.items())
+               for group, values in wanted.items())

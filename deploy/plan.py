@@ -329,14 +329,15 @@ def _dms_resources(
                 "dms-replication-task",
                 n.replication_task,
                 {
-                    "MigrationType": dms.MIGRATION_TYPE,
+                    "MigrationType": pa.dms.migration_type,
                     "TableMappings": dms.table_mappings_json(pa),
+                    "ReplicationTaskSettings": dms.task_settings_json(pa),
                     "ReplicationInstance": instance,
                     "SourceEndpoint": source,
                     "TargetEndpoint": {"Ref": n.target_endpoint},
                     "Tags": tags,
                 },
-                "migrate existing data and replicate ongoing changes (created, not started)",
+                f"{pa.dms.migration_type} (created, not started)",
             )
         )
     return res

@@ -115,6 +115,7 @@ class ChangeBuilder:
         pk_update: str = PK_UPDATE_AS_UPDATE, unchanged_toast: str = TOAST_LOOKUP,
         lookup: Lookup | None = None,
         on_schema_change: Callable[[SchemaChange], None] = lambda _c: None,
+        fail_on_lob_truncation: bool = False,
     ) -> None:
         if pk_update not in PK_UPDATE_MODES:
             raise ValueError(f"pk_update {pk_update!r}: expected one of {PK_UPDATE_MODES}")
@@ -126,6 +127,8 @@ class ChangeBuilder:
         self.types, self.options = types, options or RenderOptions()
         self.pk_update, self.unchanged_toast, self.lookup = pk_update, unchanged_toast, lookup
         self.on_schema_change = on_schema_change
+        self.fail_on_lob_truncation = fail_on_lob_truncation
+        self.truncations: dict[str, int] = {}  # schema.table.column -> values cut
         self._shapes: dict[str, Shape | None] = {
             t.plan.qualified: t.known_shape for t in tables}
         self._tables: dict[int, _Table] = {}  # by relation OID
@@ -193,8 +196,11 @@ class ChangeBuilder:
                       f"key changes are detected by {[names[i] for i in key] or 'nothing'} "
                       "from here on")
         kept = spec.plan.kept(names)
-        self._tables[rel.oid] = _Table(spec, source, shape, RowRenderer(source, self.options),
-                                       kept, spec.plan.header(names), key)
+        renderer = RowRenderer(source, self.options, lob_truncated(
+            qualified, self.options.lob_max_size_kb, self.truncations, self.warn,
+            self.fail_on_lob_truncation))
+        self._tables[rel.oid] = _Table(spec, source, shape, renderer, kept,
+                                       spec.plan.header(names), key)
 
     def _change(self, table: _Table, msg: pg.Insert | pg.Update | pg.Delete) -> None:
         if isinstance(msg, pg.Insert):
@@ -270,6 +276,23 @@ class ChangeBuilder:
         row = table.spec.plan.row(table.kept, values, seq)
         txn.add(table.spec.plan.folder, table.header,
                 encode_line(self.fmt.fields(shown, txn.ts_text, row), self.fmt))
+
+
+def lob_truncated(qualified: str, max_kb: int, counts: dict[str, int],
+                  warn: Callable[[str], None], fail: bool) -> Callable[[str, int], None]:
+    """What happens when a LOB value is cut at LobMaxSize: a warning (the first time per
+    column, then every 1000th), or, with FailTasksOnLobTruncation, an error."""
+    def truncated(column: str, size: int) -> None:
+        where = f"{qualified}.{column}"
+        if fail:
+            raise ChangeError(f"LOB value of {where} ({size} characters) is larger than "
+                              f"LobMaxSize {max_kb} KB and fail_tasks_on_lob_truncation "
+                              "is set")
+        counts[where] = n = counts.get(where, 0) + 1
+        if n == 1 or n % 1000 == 0:
+            warn(f"WARNING: LOB value of {where} ({size} characters) truncated to "
+                 f"LobMaxSize {max_kb} KB, like DMS's limited LOB mode ({n} so far)")
+    return truncated
 
 
 def _pick(values: Sequence[object], indexes: list[int]) -> tuple:

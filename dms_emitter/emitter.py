@@ -24,7 +24,7 @@ from dms_emitter import pgoutput as pg
 from dms_emitter import replication as repl
 from dms_emitter.batching import Batcher
 from dms_emitter.change_seq import full_load_seq
-from dms_emitter.changes import ChangeBuilder, TableSpec
+from dms_emitter.changes import ChangeBuilder, TableSpec, lob_truncated
 from dms_emitter.dms_csv import (
     OP_INSERT,
     CsvFormat,
@@ -43,6 +43,9 @@ from dms_emitter.values import RenderOptions, RowRenderer
 
 PHASE_FULL_LOAD = "full_load"
 PHASE_STREAMING = "streaming"
+PHASE_LOADED = "loaded"  # a full-load task has finished: nothing more to do
+HEALTHY_PHASES = (PHASE_STREAMING, PHASE_LOADED)
+MIGRATION_TYPES = ("full-load-and-cdc", "full-load", "cdc")
 STATUS_INTERVAL_S = 10.0  # standby status even when idle (wal_sender_timeout is 60s)
 SCHEMA_CHANGES_KEPT = 20  # newest schema changes kept in the state file (cdclab status)
 
@@ -65,6 +68,13 @@ class EmitterConfig:
     unchanged_toast: str = "lookup"
     task_start_time_for_full_load: bool = False
     mappings: TableMappings | None = None  # None: the configured table + change_seq
+    fail_on_lob_truncation: bool = False
+    migration_type: str = "full-load-and-cdc"
+
+    def __post_init__(self) -> None:
+        if self.migration_type not in MIGRATION_TYPES:
+            raise SystemExit(f"dms_emitter: pipeline.toml [dms] migration_type="
+                             f"{self.migration_type!r}: expected one of {MIGRATION_TYPES}")
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> EmitterConfig:
@@ -81,7 +91,7 @@ class EmitterConfig:
                                 or settings.LAB_BATCH_SIZE_KB))
         d = p.dms
         render = RenderOptions(d.trim_space_in_char, d.map_unbounded_numeric_as_string,
-                               d.bytea_format, d.timestamptz_time_zone)
+                               d.bytea_format, d.timestamptz_time_zone, d.lob_max_size_kb)
         mappings = None
         if p.source.table_mappings:
             path = settings.REPO_ROOT / p.source.table_mappings
@@ -94,7 +104,8 @@ class EmitterConfig:
                    p.source.publication, state / "emitter" / "state.json",
                    CsvFormat.from_settings(d), interval, int(size_kb * 1024),
                    d.max_file_size_kb * 1024, render, d.pk_update_handling,
-                   d.unchanged_toast, d.use_task_start_time_for_full_load_timestamp, mappings)
+                   d.unchanged_toast, d.use_task_start_time_for_full_load_timestamp, mappings,
+                   d.fail_tasks_on_lob_truncation, d.migration_type)
 
     @property
     def qualified(self) -> str:
@@ -150,6 +161,9 @@ class Emitter:
 
     # --- start-up and full load ------------------------------------------------------
     def run(self) -> None:
+        if self.cfg.migration_type == "full-load":
+            self.run_full_load_only()
+            return
         cfg = self.cfg
         with psycopg.connect(cfg.dsn, autocommit=True) as admin:
             self.selected = self.select_tables(admin)
@@ -183,14 +197,46 @@ class Emitter:
             if not streaming:
                 self.save(phase=PHASE_FULL_LOAD, last_file=None, tables={})
                 consistent_lsn, snapshot = conn.create_slot(cfg.slot)
-                for table in self.selected:
-                    self.full_load(table, snapshot, consistent_lsn)
+                if cfg.migration_type == "cdc":
+                    # a CDC-only task starts at the slot's position; the tables' current
+                    # shape is what its first files carry
+                    for table in self.selected:
+                        self.save_table(table.plan.qualified, folder=table.plan.folder,
+                                        shape=[list(c) for c in shape_of(table.columns)])
+                    self.log("migration type cdc: no full load, changes from "
+                             f"{pg.format_lsn(consistent_lsn)} on")
+                else:
+                    for table in self.selected:
+                        self.full_load(table, snapshot, consistent_lsn)
                 self.save(phase=PHASE_STREAMING)
             self.stream(conn)
         finally:
             conn.close()
 
-    def select_tables(self, admin: psycopg.Connection) -> list[SelectedTable]:
+    def run_full_load_only(self) -> None:
+        """MigrationType full-load: the tables as of one snapshot, no slot, no CDC; then
+        nothing more to do until stopped."""
+        cfg = self.cfg
+        if self.state.get("phase") == PHASE_LOADED:
+            self.log("full load already done (migration type full-load): idle")
+        else:
+            with psycopg.connect(cfg.dsn, autocommit=True) as admin:
+                self.selected = self.select_tables(admin, publish=False)
+                admin.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                row = admin.execute("SELECT pg_export_snapshot(), "
+                                    "pg_current_wal_lsn()::text").fetchone()
+                assert row is not None
+                self.save(phase=PHASE_FULL_LOAD, last_file=None, tables={})
+                for table in self.selected:
+                    self.full_load(table, row[0], pg.parse_lsn(row[1]))
+                admin.execute("COMMIT")
+            self.save(phase=PHASE_LOADED)
+            self.log("full load done (migration type full-load): no CDC, idle")
+        while not self.stopping:
+            time.sleep(0.5)
+
+    def select_tables(self, admin: psycopg.Connection,
+                      publish: bool = True) -> list[SelectedTable]:
         """The tables the mappings select, each checked and in the right publication;
         tables no longer selected leave the publications."""
         cfg = self.cfg
@@ -203,12 +249,15 @@ class Emitter:
         for plan in plans:
             columns = repl.table_columns(admin, plan.schema, plan.table)
             key, has_pk = self.check_key(admin, plan, columns)
-            if repl.ensure_publication(admin, cfg.publication, plan.schema, plan.table,
-                                       inserts_only=not has_pk, log=self.log):
+            if publish and repl.ensure_publication(
+                    admin, cfg.publication, plan.schema, plan.table, inserts_only=not has_pk,
+                    log=self.log):
                 self.published_now.append(plan.qualified)
             selected.append(SelectedTable(plan, columns, key))
-        repl.prune_publications(admin, cfg.publication,
-                                {(t.plan.schema, t.plan.table) for t in selected}, self.log)
+        if publish:
+            repl.prune_publications(admin, cfg.publication,
+                                    {(t.plan.schema, t.plan.table) for t in selected},
+                                    self.log)
         self.log(f"tables: {', '.join(t.plan.qualified for t in selected)}")
         return selected
 
@@ -242,7 +291,9 @@ class Emitter:
             sink.delete(stale)  # from an interrupted earlier attempt
         names = [c.name for c in table.columns]
         kept, header = plan.kept(names), plan.header(names)
-        renderer = RowRenderer(table.columns, cfg.render)
+        renderer = RowRenderer(table.columns, cfg.render, lob_truncated(
+            plan.qualified, cfg.render.lob_max_size_kb, {}, self.log,
+            cfg.fail_on_lob_truncation))
         rows = repl.snapshot_rows(cfg.dsn, snapshot, plan.schema, plan.table, names,
                                   table.key or tuple(names), cfg.render.time_zone)
         # UseTaskStartTimeForFullLoadTimestamp: the task's start for every row; else "the
@@ -294,7 +345,8 @@ class Emitter:
             specs, cfg.fmt, warn=self.log, types=reader.types, options=cfg.render,
             pk_update=cfg.pk_update, unchanged_toast=cfg.unchanged_toast,
             lookup=lambda plan, key, cols: reader.lookup(plan.schema, plan.table, key, cols),
-            on_schema_change=self.schema_changed)
+            on_schema_change=self.schema_changed,
+            fail_on_lob_truncation=cfg.fail_on_lob_truncation)
         self.folders = {t.plan.folder: t.plan.qualified for t in self.selected}
         batcher = Batcher(cfg.interval_s, cfg.size_bytes)
         conn.start(cfg.slot, [cfg.publication, repl.inserts_publication(cfg.publication)])

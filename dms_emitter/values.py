@@ -30,6 +30,17 @@ TIMESTAMP_MINUS_INFINITY = "4713-01-01 00:00:00.000000 BC"
 DATE_INFINITY, DATE_MINUS_INFINITY = "9999-12-31", "4713-01-01 BC"
 
 Render = Callable[[str], str]
+# Types DMS maps to LOBs (NCLOB, CLOB, BLOB) for a PostgreSQL source; with the S3 target
+# only limited LOB mode exists ("Full LOB mode is not supported"), so they are cut at
+# LobMaxSize. Arrays (A) and composite types (C) are NCLOB too.
+LOB_TYPES = frozenset({"text", "citext", "bytea", "json", "jsonb", "xml", "tsvector",
+                       "tsquery", "path", "polygon", "hstore"})
+LOB_CATEGORIES = frozenset({"A", "C"})
+DEFAULT_LOB_MAX_SIZE_KB = 32  # the task settings' LobMaxSize default
+
+
+def is_lob(pg_type: PgType) -> bool:
+    return pg_type.name in LOB_TYPES or pg_type.category in LOB_CATEGORIES
 
 
 class RenderError(ValueError):
@@ -49,6 +60,9 @@ class RenderOptions:
     # Not documented by AWS: the zone TIMESTAMP WITH TIME ZONE values are written in
     # (DMS's DATETIME has none). The source sessions print timestamptz in this zone.
     time_zone: str = "UTC"
+    # Task setting LobMaxSize (KB): longer LOB values are truncated. The unit DMS counts
+    # in is not documented; the lab counts UTF-8 bytes (bytea: binary bytes).
+    lob_max_size_kb: int = DEFAULT_LOB_MAX_SIZE_KB
 
     def __post_init__(self) -> None:
         if self.bytea_format not in BYTEA_FORMATS:
@@ -192,14 +206,49 @@ def renderer_for(pg_type: PgType, options: RenderOptions = RenderOptions()) -> R
     return None
 
 
+def truncate_lob(text: str, max_bytes: int, binary: bool = False) -> str | None:
+    """`text` cut to `max_bytes` (UTF-8, never inside a character; bytea's hex output:
+    binary bytes), or None when it fits."""
+    if binary:
+        return text[: 2 + 2 * max_bytes] if len(text) > 2 + 2 * max_bytes else None
+    if len(text) * 4 <= max_bytes:
+        return None
+    data = text.encode("utf-8")
+    if len(data) <= max_bytes:
+        return None
+    return data[:max_bytes].decode("utf-8", "ignore")
+
+
+Truncated = Callable[[str, int], None]  # (column, original length in characters)
+
+
 class RowRenderer:
-    """Renders whole rows for one column list; identity columns cost nothing."""
+    """Renders whole rows for one column list; identity columns cost nothing. LOB
+    columns are cut at LobMaxSize first, reported through `on_truncate`."""
 
     def __init__(self, columns: Sequence[SourceColumn],
-                 options: RenderOptions = RenderOptions()) -> None:
+                 options: RenderOptions = RenderOptions(),
+                 on_truncate: Truncated = lambda _column, _size: None) -> None:
         self.columns = tuple(columns)
-        self._rules = [(i, r) for i, c in enumerate(columns)
-                       if (r := renderer_for(c.type, options)) is not None]
+        self.on_truncate = on_truncate
+        max_bytes = options.lob_max_size_kb * 1024
+        self._rules: list[tuple[int, Render]] = []
+        for i, c in enumerate(columns):
+            rule = renderer_for(c.type, options)
+            if is_lob(c.type):
+                rule = self._lob_rule(c.name, rule, max_bytes, c.type.name == "bytea")
+            if rule is not None:
+                self._rules.append((i, rule))
+
+    def _lob_rule(self, column: str, render: Render | None, max_bytes: int,
+                  binary: bool) -> Render:
+        def rule(text: str) -> str:
+            cut = truncate_lob(text, max_bytes, binary)
+            if cut is not None:
+                self.on_truncate(column, len(text))
+                text = cut
+            return text if render is None else render(text)
+        return rule
 
     def row(self, values: Sequence[str | None]) -> tuple[str | None, ...]:
         if not self._rules:

@@ -12,7 +12,7 @@ case "$name" in
   minio) port="${CDCLAB_PORT_MINIO:-9000}" ;;
   iceberg-rest) port="${CDCLAB_PORT_ICEBERG_REST:-8181}" ;;
   glue) port="${CDCLAB_PORT_GLUE:-8090}" ;;
-  emitter) grep -Eq '"phase": *"streaming"' "$state/emitter/state.json"; exit ;;
+  emitter) grep -Eq '"phase": *"(streaming|loaded)"' "$state/emitter/state.json"; exit ;;
   *) exit 0 ;;
 esac
 exec 3<>"/dev/tcp/127.0.0.1/$port"

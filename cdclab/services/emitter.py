@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cdclab import settings
 from cdclab.services.base import ProcessSpec, Service, StackContext, python_module
-from dms_emitter.emitter import PHASE_STREAMING, read_state
+from dms_emitter.emitter import HEALTHY_PHASES, read_state
 
 
 class EmitterService(Service):
@@ -15,8 +15,9 @@ class EmitterService(Service):
                            env={settings.ENV_STATE_DIR: str(ctx.state_dir)})
 
     def healthy(self, ctx: StackContext) -> bool:
-        """Streaming: the full load is in the bucket and CDC is running."""
-        return read_state(ctx.state_dir / "emitter" / "state.json").get("phase") == PHASE_STREAMING
+        """Streaming: the full load is in the bucket and CDC is running (or, for a
+        full-load task, the full load is done)."""
+        return read_state(ctx.state_dir / "emitter" / "state.json").get("phase") in HEALTHY_PHASES
 
     def address(self, ctx: StackContext) -> str:
         p = settings.load_pipeline()

@@ -19,6 +19,7 @@ from dms_emitter.emitter import Emitter, EmitterConfig, read_state
 from dms_emitter.replication import inserts_publication
 from dms_emitter.sink import LocalDirSink
 from dms_emitter.table_mappings import TableMappings
+from dms_emitter.values import RenderOptions
 
 pytestmark = pytest.mark.integration
 
@@ -92,14 +93,14 @@ def emit(postgres, tmp_path: Path) -> Iterator[Callable[..., Run]]:
     runs: list[tuple[Run, str, str]] = []
 
     def start(table: str, key: str = "id", mappings: dict | None = None,
-              schema: str = "public") -> Run:
+              schema: str = "public", wait: bool = True, **changes: object) -> Run:
         tag = uuid.uuid4().hex[:8]
         cfg = dataclasses.replace(
             EmitterConfig.from_env({settings.ENV_PG_DSN: postgres.dsn,
                                     settings.ENV_STATE_DIR: str(tmp_path / tag),
                                     settings.ENV_BATCH_INTERVAL: "0.2"}),
             schema=schema, table=table, key=key, slot=f"fid_{tag}", publication=f"fid_{tag}",
-            mappings=TableMappings.parse(mappings) if mappings else None)
+            mappings=TableMappings.parse(mappings) if mappings else None, **changes)
         log: list[str] = []
         files = LocalDirSink(tmp_path / tag / "files")
         run = Run(Emitter(cfg, files, log=log.append), files.child(f"{schema}/{table}"),
@@ -113,7 +114,8 @@ def emit(postgres, tmp_path: Path) -> Iterator[Callable[..., Run]]:
         run.thread = threading.Thread(target=target, daemon=True)
         run.thread.start()
         runs.append((run, cfg.slot, cfg.publication))
-        wait_for(lambda: run.streaming() or run.errors, what="the full load")
+        if wait:
+            wait_for(lambda: run.streaming() or run.errors, what="the full load")
         return run
 
     yield start
@@ -191,11 +193,45 @@ def test_unchanged_toast_under_default_identity_is_looked_up(postgres, emit) -> 
                         "n int)")
     big = "".join(uuid.uuid4().hex for _ in range(4000))  # 128 kB, incompressible: TOASTed
     sql(postgres.dsn, f"INSERT INTO {table} VALUES (1, '{big}', 0)")
-    run = emit(table)
+    run = emit(table, render=RenderOptions(lob_max_size_kb=1024))
     sql(postgres.dsn, f"UPDATE {table} SET n = 1 WHERE id = 1")
     run.wait(lambda: len(run.rows()) == 2, what="the update")
     assert not run.errors
     assert run.rows()[1]["big"] == big and run.rows()[1]["n"] == "1"
+
+
+def test_lob_values_are_cut_at_lob_max_size_like_limited_lob_mode(postgres, emit) -> None:
+    table = fresh_table(postgres.dsn, "CREATE TABLE {name} (id int PRIMARY KEY, t text, "
+                        "b bytea, v varchar(40000))")
+    long = "é" * 20_000  # 40,000 UTF-8 bytes
+    sql(postgres.dsn, f"INSERT INTO {table} VALUES (1, '{long}', "
+        f"decode(repeat('ab', 40000), 'hex'), '{long}')")
+    run = emit(table)  # DMS's default LobMaxSize: 32 KB
+    sql(postgres.dsn, f"INSERT INTO {table} VALUES (2, '{long}', NULL, NULL)")
+    run.wait(lambda: len(run.rows()) == 2, what="the insert")
+    load, cdc = run.rows()
+    for row in (load, cdc):
+        assert row["t"] == "é" * (32 * 1024 // 2)  # cut at 32 KB, never inside a character
+    assert load["b"] == "ab" * 32 * 1024 and load["v"] == long  # varchar is not a LOB
+    assert any("truncated to LobMaxSize 32 KB" in line for line in run.log)
+
+
+def test_migration_types_full_load_only_and_cdc_only(postgres, emit) -> None:
+    table = fresh_table(postgres.dsn, "CREATE TABLE {name} (id int PRIMARY KEY, a text)")
+    sql(postgres.dsn, f"INSERT INTO {table} VALUES (1, 'x')")
+    loaded = emit(table, wait=False, migration_type="full-load")
+    loaded.wait(lambda: loaded.emitter.state.get("phase") == "loaded", "the full load")
+    sql(postgres.dsn, f"INSERT INTO {table} VALUES (2, 'y')")
+    time.sleep(1.0)
+    assert [(r["Op"], r["id"]) for r in loaded.rows()] == [("I", "1")]
+    with psycopg.connect(postgres.dsn) as conn:
+        assert not conn.execute("SELECT 1 FROM pg_replication_slots WHERE slot_name = %s",
+                                (loaded.emitter.cfg.slot,)).fetchone()
+    changes = emit(table, migration_type="cdc")
+    assert changes.sink.names() == []  # no LOAD files
+    sql(postgres.dsn, f"UPDATE {table} SET a = 'z' WHERE id = 2")
+    changes.wait(lambda: len(changes.rows()) == 1, "the update")
+    assert [(r["Op"], r["id"], r["a"]) for r in changes.rows()] == [("U", "2", "z")]
 
 
 def test_a_table_without_primary_key_is_published_for_inserts_only(postgres, emit) -> None:

@@ -63,7 +63,7 @@ def test_the_shell_check_docker_runs_agrees_with_the_python_rules(monkeypatch, t
         monkeypatch.setenv("CDCLAB_PORT_MINIO", port)
         env["CDCLAB_PORT_MINIO"] = port
         cases = [("minio", None), ("emitter", "full_load"), ("emitter", "streaming"),
-                 ("watcher", None)]
+                 ("emitter", "loaded"), ("watcher", None)]
         for ready in (False, True):
             for name, phase in cases:
                 if ready:

@@ -151,6 +151,13 @@ def test_replication_task_is_full_load_and_cdc_with_change_seq():
     plan = build_plan(P, FULL)
     task = plan.of_kind("dms-replication-task")[0].settings
     assert task["MigrationType"] == "full-load-and-cdc"
+    # the LOB mode the emitter applies, explicit (S3: limited LOB mode only)
+    assert json.loads(task["ReplicationTaskSettings"])["TargetMetadata"] == {
+        "SupportLobs": True, "FullLobMode": False, "LimitedSizeLobMode": True,
+        "LobMaxSize": P.dms.lob_max_size_kb}
+    cdc = dataclasses.replace(P, dms=dataclasses.replace(P.dms, migration_type="cdc"))
+    assert build_plan(cdc, FULL).of_kind("dms-replication-task")[0].settings[
+        "MigrationType"] == "cdc"
     rules = json.loads(task["TableMappings"])["rules"]
     locator = {"schema-name": P.source.schema, "table-name": P.source.table}
     select = [r for r in rules if r["rule-type"] == "selection"]

@@ -19,6 +19,7 @@ from dms_emitter.values import (
     render_timetz,
     render_unbounded_numeric,
     renderer_for,
+    truncate_lob,
 )
 
 NUMERIC_10_2 = PgType("numeric", "N", ((10 << 16) | 2) + 4, 1700)
@@ -140,3 +141,26 @@ def test_timetz_moves_to_utc(wall: object, offset_minutes: int) -> None:
     expected = (datetime.combine(day.date(), wall, tzinfo=UTC) - offset).time()  # type: ignore[arg-type]
     assert datetime.strptime(out.split(".")[0], "%H:%M:%S").time() == expected.replace(
         microsecond=0)
+
+
+@given(st.text(max_size=300), st.integers(0, 400))
+def test_lob_truncation_cuts_at_the_byte_limit_never_inside_a_character(text: str,
+                                                                        limit: int) -> None:
+    cut = truncate_lob(text, limit)
+    if len(text.encode()) <= limit:
+        assert cut is None
+    else:
+        assert cut is not None and text.startswith(cut)
+        assert limit - 3 <= len(cut.encode()) <= limit
+    assert truncate_lob("\\x" + "ab" * 10, 4, binary=True) == "\\xabababab"
+
+
+def test_only_lob_types_are_cut() -> None:
+    seen: list[tuple[str, int]] = []
+    rows = RowRenderer([SourceColumn("t", PgType("text", "S")),
+                        SourceColumn("v", PgType("varchar", "S")),
+                        SourceColumn("a", PgType("_int4", "A"))],
+                       RenderOptions(lob_max_size_kb=1), lambda c, n: seen.append((c, n)))
+    out = rows.row(["x" * 2000, "y" * 2000, "{" + "1," * 600 + "1}"])
+    assert [len(v or "") for v in out] == [1024, 2000, 1024]
+    assert seen == [("t", 2000), ("a", 1203)]
