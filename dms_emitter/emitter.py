@@ -222,6 +222,11 @@ class Emitter:
         else:
             with psycopg.connect(cfg.dsn, autocommit=True) as admin:
                 self.selected = self.select_tables(admin, publish=False)
+                if repl.slot_confirmed_lsn(admin, cfg.slot) is not None:
+                    # left by an earlier CDC task: it would hold WAL forever
+                    repl.wait_slot_released(admin, cfg.slot)
+                    repl.drop_slot(admin, cfg.slot)
+                    self.log(f"dropped slot {cfg.slot}: a full-load task reads no changes")
                 admin.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 row = admin.execute("SELECT pg_export_snapshot(), "
                                     "pg_current_wal_lsn()::text").fetchone()
