@@ -36,14 +36,15 @@ def s3_target_settings(p: PipelineSettings, *, bucket: str, role_arn: str) -> di
     }
 
 
-def postgres_source_settings(p: PipelineSettings) -> tuple[dict[str, Any], str | None]:
+def postgres_source_settings(p: PipelineSettings) -> tuple[dict[str, Any], str]:
     """(PostgreSQLSettings, ExtraConnectionAttributes) of the source endpoint: the
     source settings the emitter follows. MapUnboundedNumericAsString is an extra
-    connection attribute only (it is not in the API's PostgreSQLSettings)."""
+    connection attribute only (it is not in the API's PostgreSQLSettings); "" turns it
+    back off on an existing endpoint."""
     settings = {"TrimSpaceInChar": p.dms.trim_space_in_char,
                 "FailTasksOnLobTruncation": p.dms.fail_tasks_on_lob_truncation}
     extra = ("MapUnboundedNumericAsString=true"
-             if p.dms.map_unbounded_numeric_as_string else None)
+             if p.dms.map_unbounded_numeric_as_string else "")
     return settings, extra
 
 

@@ -15,7 +15,7 @@ from deploy.awsutil import Context, is_not_found, require_ours, subset_equal, ta
 from deploy.options import DeployError
 from deploy.plan import Resource
 
-ENDPOINT_KEYS = ("ServerName", "Port", "DatabaseName", "SslMode")
+ENDPOINT_KEYS = ("ServerName", "Port", "DatabaseName", "SslMode", "ExtraConnectionAttributes")
 
 
 def _describe(dms: Any, op: str, filter_name: str, ident: str, key: str) -> dict | None:
@@ -70,7 +70,9 @@ def ensure_endpoint(ctx: Context, r: Resource) -> str:
         # only what it echoes back, or a second deploy would never be "unchanged".
         if key in s and not subset_equal(_echoed(s[key], found.get(key, {})), found.get(key)):
             changes[key] = s[key]
-    changes.update({k: s[k] for k in ENDPOINT_KEYS if k in s and found.get(k) != s[k]})
+    # an empty value is not echoed back: absent and "" are the same
+    changes.update({k: s[k] for k in ENDPOINT_KEYS
+                    if k in s and (found.get(k) or "") != (s[k] or "")})
     if not changes:
         return "unchanged"
     dms.modify_endpoint(EndpointArn=arn, **changes)

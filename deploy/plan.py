@@ -316,7 +316,7 @@ def _dms_resources(
                         "SecretsManagerAccessRoleArn": n.role_arn(n.dms_secrets_role),
                         **source_settings,
                     },
-                    **({"ExtraConnectionAttributes": extra} if extra else {}),
+                    "ExtraConnectionAttributes": extra,
                     "Tags": tags,
                 },
                 "PostgreSQL source (credentials from Secrets Manager)",

@@ -211,8 +211,11 @@ class ChangeBuilder:
         else:
             old = msg.old if msg.old_kind == "O" else None
             new = self._values(table, msg.new, old, "UPDATE")
-            key_changed = (table.key and msg.old is not None
-                           and _pick(msg.old, table.key) != _pick(new, table.key))
+            # raw text on both sides (rendering changes it); an old tuple of another
+            # replica identity index has NULLs where the key is: no verdict from it
+            old_key = _pick(msg.old, table.key) if msg.old is not None else ()
+            key_changed = (bool(old_key) and None not in old_key
+                           and old_key != _pick(msg.new, table.key))
             if key_changed and self.pk_update == PK_UPDATE_AS_DELETE_INSERT:
                 self._emit(table, OP_DELETE,
                            self._values(table, msg.old, None, "UPDATE", filled=False))

@@ -44,6 +44,8 @@ from dms_emitter.values import RenderOptions, RowRenderer
 PHASE_FULL_LOAD = "full_load"
 PHASE_STREAMING = "streaming"
 PHASE_LOADED = "loaded"  # a full-load task has finished: nothing more to do
+RESELECT = "reselect"  # the stream ended because the selected tables changed
+SELECTION_CHECK_S = 15.0  # how often streaming looks for tables added or dropped
 HEALTHY_PHASES = (PHASE_STREAMING, PHASE_LOADED)
 MIGRATION_TYPES = ("full-load-and-cdc", "full-load", "cdc")
 STATUS_INTERVAL_S = 10.0  # standby status even when idle (wal_sender_timeout is 60s)
@@ -70,6 +72,7 @@ class EmitterConfig:
     mappings: TableMappings | None = None  # None: the configured table + change_seq
     fail_on_lob_truncation: bool = False
     migration_type: str = "full-load-and-cdc"
+    selection_check_s: float = SELECTION_CHECK_S
 
     def __post_init__(self) -> None:
         if self.migration_type not in MIGRATION_TYPES:
@@ -164,6 +167,20 @@ class Emitter:
         if self.cfg.migration_type == "full-load":
             self.run_full_load_only()
             return
+        self.adopt_old_state()
+        while self.run_once() == RESELECT and not self.stopping:
+            self.log("the selected tables changed: picking the change up")
+
+    def adopt_old_state(self) -> None:
+        """A state file of the one-table emitter (no "tables") describes [source].table."""
+        if "tables" not in self.state and self.state.get("phase") == PHASE_STREAMING:
+            cfg = self.cfg
+            shape = self.state.pop("shape", None)
+            self.state.pop("table", None)
+            self.save_table(cfg.qualified, folder=f"{cfg.schema}/{cfg.table}",
+                            **({"shape": shape} if shape else {}))
+
+    def run_once(self) -> str | None:
         cfg = self.cfg
         with psycopg.connect(cfg.dsn, autocommit=True) as admin:
             self.selected = self.select_tables(admin)
@@ -171,20 +188,7 @@ class Emitter:
             repl.wait_slot_released(admin, cfg.slot)
             slot_lsn = repl.slot_confirmed_lsn(admin, cfg.slot)
             streaming = self.state.get("phase") == PHASE_STREAMING
-            before = sorted(self.state.get("tables", {}))
-            if streaming and before != sorted(names):
-                self.log(f"the selected tables are now {names} (were {before}): full load "
-                         "of them, then streaming")
-                streaming = False
-            elif streaming and self.published_now:
-                self.log(f"{self.published_now} were not in the publication: changes since "
-                         "the slot's position may be missing, so the full load is redone")
-                streaming = False
-            if not streaming and slot_lsn is not None:
-                self.log(f"slot {cfg.slot} exists but no full load of {names} finished "
-                         "with it: dropping it and starting over")
-                repl.drop_slot(admin, cfg.slot)
-            elif streaming and slot_lsn is None:
+            if streaming and slot_lsn is None:
                 raise SystemExit(
                     f"dms_emitter: state {cfg.state_path} says streaming but slot {cfg.slot} "
                     "is gone; changes may be lost. Delete the state file to redo the full "
@@ -192,26 +196,68 @@ class Emitter:
                     "stay in silver, so for an exact copy reset the lake too (cdclab demo "
                     "--fresh, or `cdclab down && rm -rf .cdclab`)."
                 )
+            if not streaming and slot_lsn is not None:
+                self.log(f"slot {cfg.slot} exists but no full load of {names} finished "
+                         "with it: dropping it and starting over")
+                repl.drop_slot(admin, cfg.slot)
+            if streaming:
+                self.follow_selection(admin)
         conn = repl.ReplicationConnection(cfg.dsn, cfg.render.time_zone)
         try:
             if not streaming:
                 self.save(phase=PHASE_FULL_LOAD, last_file=None, tables={})
                 consistent_lsn, snapshot = conn.create_slot(cfg.slot)
                 if cfg.migration_type == "cdc":
-                    # a CDC-only task starts at the slot's position; the tables' current
-                    # shape is what its first files carry
-                    for table in self.selected:
-                        self.save_table(table.plan.qualified, folder=table.plan.folder,
-                                        shape=[list(c) for c in shape_of(table.columns)])
+                    self.start_tables_without_load(self.selected)
                     self.log("migration type cdc: no full load, changes from "
                              f"{pg.format_lsn(consistent_lsn)} on")
                 else:
                     for table in self.selected:
                         self.full_load(table, snapshot, consistent_lsn)
                 self.save(phase=PHASE_STREAMING)
-            self.stream(conn)
+            return self.stream(conn)
         finally:
             conn.close()
+
+    def follow_selection(self, admin: psycopg.Connection) -> None:
+        """While streaming: tables newly selected (or found missing from the publication)
+        get a full load of their own, and the slot stays. The load's change sequence
+        sits just below the LSN read before its snapshot: every change committed after
+        the snapshot orders above it, one committed before it is in the load as well.
+        Tables no longer selected end: their files stay."""
+        cfg = self.cfg
+        known = self.state.setdefault("tables", {})
+        names = {t.plan.qualified for t in self.selected}
+        for gone in sorted(set(known) - names):
+            self.log(f"{gone} is no longer selected: its files stay, no new ones are written")
+            del known[gone]
+        added = [t for t in self.selected
+                 if t.plan.qualified not in known or t.plan.qualified in self.published_now]
+        if not added:
+            self.save()
+            return
+        if cfg.migration_type == "cdc":
+            self.start_tables_without_load(added)
+            self.log(f"picked up {[t.plan.qualified for t in added]}: changes from now on "
+                     "(migration type cdc: no full load)")
+            return
+        row = admin.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+        assert row is not None
+        below = pg.parse_lsn(row[0])
+        admin.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        snapshot = admin.execute("SELECT pg_export_snapshot()").fetchone()
+        assert snapshot is not None
+        try:
+            for table in added:
+                self.log(f"picked up {table.plan.qualified}: full load, then its changes")
+                self.full_load(table, snapshot[0], below)
+        finally:
+            admin.execute("COMMIT")
+
+    def start_tables_without_load(self, tables: list[SelectedTable]) -> None:
+        for table in tables:
+            self.save_table(table.plan.qualified, folder=table.plan.folder,
+                            shape=[list(c) for c in shape_of(table.columns)])
 
     def run_full_load_only(self) -> None:
         """MigrationType full-load: the tables as of one snapshot, no slot, no CDC; then
@@ -259,6 +305,12 @@ class Emitter:
                     log=self.log):
                 self.published_now.append(plan.qualified)
             selected.append(SelectedTable(plan, columns, key))
+        by_folder: dict[str, str] = {}
+        for t in selected:
+            other = by_folder.setdefault(t.plan.folder, t.plan.qualified)
+            if other != t.plan.qualified:
+                raise SystemExit(f"dms_emitter: the table mappings write {other} and "
+                                 f"{t.plan.qualified} to one folder {t.plan.folder!r}")
         if publish:
             repl.prune_publications(admin, cfg.publication,
                                     {(t.plan.schema, t.plan.table) for t in selected},
@@ -300,7 +352,7 @@ class Emitter:
             plan.qualified, cfg.render.lob_max_size_kb, {}, self.log,
             cfg.fail_on_lob_truncation))
         rows = repl.snapshot_rows(cfg.dsn, snapshot, plan.schema, plan.table, names,
-                                  table.key or tuple(names), cfg.render.time_zone)
+                                  table.key, cfg.render.time_zone)
         # UseTaskStartTimeForFullLoadTimestamp: the task's start for every row; else "the
         # full load timestamp ... increments with the time data arrives at the target"
         started = self.started_at if cfg.task_start_time_for_full_load else None
@@ -330,18 +382,22 @@ class Emitter:
         self.save_table(change.table, shape=[list(c) for c in change.after])
 
     # --- streaming -------------------------------------------------------------------
-    def stream(self, conn: repl.ReplicationConnection) -> None:
+    def stream(self, conn: repl.ReplicationConnection) -> str | None:
         cfg = self.cfg
         with psycopg.connect(cfg.dsn, autocommit=True) as admin:
             confirmed = repl.slot_confirmed_lsn(admin, cfg.slot) or 0
         reader = repl.SourceReader(cfg.dsn, cfg.render.time_zone)
         try:
-            self._stream(conn, reader, confirmed)
+            return self._stream(conn, reader, confirmed)
         finally:
             reader.close()
 
+    def selection_changed(self, reader: repl.SourceReader) -> bool:
+        plans = self.cfg.table_mappings().select(repl.list_tables(reader.conn))
+        return {p.qualified for p in plans} != {t.plan.qualified for t in self.selected}
+
     def _stream(self, conn: repl.ReplicationConnection, reader: repl.SourceReader,
-                confirmed: int) -> None:
+                confirmed: int) -> str | None:
         cfg = self.cfg
         known = self.state.get("tables", {})
         specs = [TableSpec(t.plan, t.key, _shape(known.get(t.plan.qualified, {})))
@@ -349,7 +405,7 @@ class Emitter:
         builder = ChangeBuilder(
             specs, cfg.fmt, warn=self.log, types=reader.types, options=cfg.render,
             pk_update=cfg.pk_update, unchanged_toast=cfg.unchanged_toast,
-            lookup=lambda plan, key, cols: reader.lookup(plan.schema, plan.table, key, cols),
+            lookup=lambda plan, key, cols: self.look_up(reader, plan, key, cols),
             on_schema_change=self.schema_changed,
             fail_on_lob_truncation=cfg.fail_on_lob_truncation)
         self.folders = {t.plan.folder: t.plan.qualified for t in self.selected}
@@ -358,6 +414,7 @@ class Emitter:
         self.log(f"streaming from slot {cfg.slot} at {pg.format_lsn(confirmed)}")
         seen_end = confirmed  # end LSN of the last complete transaction received
         last_status = time.monotonic()
+        next_check = last_status + cfg.selection_check_s
         while True:
             now = time.monotonic()
             due = batcher.seconds_until_due(now)
@@ -388,7 +445,12 @@ class Emitter:
                 last_status = now
             if self.stopping:
                 self.log(f"stopped cleanly at {pg.format_lsn(confirmed)}")
-                return
+                return None
+            if (now >= next_check and not batcher.pending and not builder.in_transaction
+                    and seen_end <= confirmed):
+                next_check = now + cfg.selection_check_s
+                if self.selection_changed(reader):
+                    return RESELECT  # everything received is stored and confirmed
 
     def write_batch(self, batcher: Batcher) -> None:
         """One file per table and header: a schema change starts a new file."""
@@ -407,15 +469,25 @@ class Emitter:
                               files_written=self.state.get("files_written", 0) + 1,
                               changes_written=self.state.get("changes_written", 0)
                               + len(segment.lines))
-            self.save_table(qualified, last_file=name, last_file_at=at,
-                            files_written=table.get("files_written", 0) + 1,
-                            changes_written=table.get("changes_written", 0)
-                            + len(segment.lines))
+            self.state.setdefault("tables", {})[qualified] = {
+                **table, "last_file": name, "last_file_at": at,
+                "files_written": table.get("files_written", 0) + 1,
+                "changes_written": table.get("changes_written", 0) + len(segment.lines)}
             self.log(f"wrote {sink.describe(name)}: {len(segment.lines)} changes")
         self.save(stored_through_lsn=pg.format_lsn(batch.end_lsn))
         self.log(f"batch of {len(batch.transactions)} transactions stored, up to LSN "
                  f"{pg.format_lsn(batch.end_lsn)} (total {self.files} files, "
                  f"{self.changes} changes)")
+
+
+    def look_up(self, reader: repl.SourceReader, plan: TablePlan,
+                key: dict[str, str | None], columns: list[str]) -> dict | None:
+        try:
+            return reader.lookup(plan.schema, plan.table, key, columns)
+        except repl.LookupGone as exc:
+            self.log(f"WARNING: unchanged TOAST value(s) of {columns} cannot be looked up "
+                     f"({exc}); written as NULL")
+            return None
 
 
 def _shape(table_state: dict) -> Shape | None:

@@ -43,6 +43,10 @@ class ReplicationError(RuntimeError):
     pass
 
 
+class LookupGone(ReplicationError):
+    """The row's table or column is no longer there to look a value up in."""
+
+
 class ReplicationLost(ReplicationError):
     """The connection or stream went away (server restart, network): worth a retry."""
 
@@ -63,23 +67,29 @@ def ensure_publication(conn: psycopg.Connection, publication: str, schema: str,
     wanted = inserts_publication(publication) if inserts_only else publication
     other = publication if inserts_only else inserts_publication(publication)
     for name, inserts in ((publication, False), (inserts_publication(publication), True)):
-        row = conn.execute("SELECT puballtables, pubinsert, pubupdate, pubdelete "
-                           "FROM pg_publication WHERE pubname = %s", (name,)).fetchone()
+        row = conn.execute("SELECT puballtables, pubinsert, pubupdate, pubdelete, "
+                           "pubviaroot FROM pg_publication WHERE pubname = %s",
+                           (name,)).fetchone()
         if row is None:
-            options = sql.SQL(" WITH (publish = 'insert')") if inserts else sql.SQL("")
-            conn.execute(sql.SQL("CREATE PUBLICATION {}{}").format(
-                sql.Identifier(name), options))
+            # via the partition root: a partitioned table's changes arrive under its
+            # own name, not its partitions' (DMS writes one folder per table too)
+            publish = "publish = 'insert', " if inserts else ""
+            conn.execute(sql.SQL("CREATE PUBLICATION {} WITH ({}"
+                                 "publish_via_partition_root = true)").format(
+                sql.Identifier(name), sql.SQL(publish)))
             log(f"created publication {name}" + (" (inserts only)" if inserts else ""))
-        elif row[0]:
+            continue
+        if row[0]:
             raise ReplicationError(
                 f"publication {name} is FOR ALL TABLES: the emitter needs one it manages "
                 f"table by table; drop it or set [source].publication to another name")
-        elif inserts and (row[2] or row[3]):
+        if inserts and (row[2] or row[3]):
             raise ReplicationError(f"publication {name} publishes updates or deletes; it "
                                    "must publish inserts only (drop it to let it be recreated)")
-    members = {r[0] for r in conn.execute(
-        "SELECT pubname FROM pg_publication_tables WHERE schemaname = %s AND tablename = %s",
-        (schema, table)).fetchall()}
+        if not row[4]:
+            conn.execute(sql.SQL("ALTER PUBLICATION {} SET (publish_via_partition_root = "
+                                 "true)").format(sql.Identifier(name)))
+    members = set(publications_of(conn, schema, table))
     if other in members:
         conn.execute(sql.SQL("ALTER PUBLICATION {} DROP TABLE {}.{}").format(
             sql.Identifier(other), sql.Identifier(schema), sql.Identifier(table)))
@@ -90,6 +100,16 @@ def ensure_publication(conn: psycopg.Connection, publication: str, schema: str,
         sql.Identifier(wanted), sql.Identifier(schema), sql.Identifier(table)))
     log(f"added {schema}.{table} to publication {wanted}")
     return True
+
+
+def publications_of(conn: psycopg.Connection, schema: str, table: str) -> list[str]:
+    """The publications the table itself was added to (pg_publication_rel: for a
+    partitioned table that is the root, where pg_publication_tables lists partitions)."""
+    rows = conn.execute(
+        "SELECT p.pubname FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid "
+        "JOIN pg_class c ON c.oid = r.prrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = %s AND c.relname = %s", (schema, table)).fetchall()
+    return [r[0] for r in rows]
 
 
 def list_tables(conn: psycopg.Connection) -> list[tuple[str, str]]:
@@ -110,8 +130,11 @@ def prune_publications(conn: psycopg.Connection, publication: str,
     """Tables no longer selected leave the emitter's publications (their WAL is then
     not decoded at all)."""
     for name in (publication, inserts_publication(publication)):
-        rows = conn.execute("SELECT schemaname, tablename FROM pg_publication_tables "
-                            "WHERE pubname = %s", (name,)).fetchall()
+        rows = conn.execute(
+            "SELECT n.nspname, c.relname FROM pg_publication_rel r "
+            "JOIN pg_publication p ON p.oid = r.prpubid JOIN pg_class c ON c.oid = r.prrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE p.pubname = %s",
+            (name,)).fetchall()
         for schema, table in rows:
             if (schema, table) not in keep:
                 conn.execute(sql.SQL("ALTER PUBLICATION {} DROP TABLE {}.{}").format(
@@ -215,10 +238,14 @@ def snapshot_rows(dsn: str, snapshot: str, schema: str, table: str, columns: lis
                          context=raw_text_adapters()) as conn:
         conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot)))
-        query = sql.SQL("SELECT {} FROM {}.{} ORDER BY {}").format(
+        # by key when there is one (stable LOAD files); a keyless table unordered, as
+        # DMS reads it (json or point columns could not be sorted anyway)
+        order = (sql.SQL(" ORDER BY {}").format(
+            sql.SQL(", ").join(sql.Identifier(c) for c in order_by)) if order_by
+            else sql.SQL(""))
+        query = sql.SQL("SELECT {} FROM {}.{}{}").format(
             sql.SQL(", ").join(sql.Identifier(c) for c in columns),
-            sql.Identifier(schema), sql.Identifier(table),
-            sql.SQL(", ").join(sql.Identifier(c) for c in order_by))
+            sql.Identifier(schema), sql.Identifier(table), order)
         yield from conn.cursor().stream(query)
         conn.execute("COMMIT")
 
@@ -247,7 +274,12 @@ class SourceReader:
             sql.SQL(", ").join(sql.Identifier(c) for c in columns),
             sql.Identifier(schema), sql.Identifier(table),
             sql.SQL(" AND ").join(sql.SQL("{} = %s").format(sql.Identifier(k)) for k in key))
-        row = self.conn.execute(query, list(key.values())).fetchone()
+        try:
+            row = self.conn.execute(query, list(key.values())).fetchone()
+        except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedTable,
+                psycopg.errors.DataError) as exc:
+            # dropped or renamed since the change (the emitter lags): the value is gone
+            raise LookupGone(f"{schema}.{table}: {exc}".strip()) from None
         return None if row is None else dict(zip(columns, row, strict=True))
 
 

@@ -63,6 +63,11 @@ class AddedColumn:
     name: str
     expression: str  # one of EXPRESSIONS, or a quoted literal
 
+    @property
+    def literal(self) -> str | None:
+        m = _LITERAL.match(self.expression)
+        return None if m is None else m.group(1).replace("''", "'")
+
     def value(self, change_seq: str, schema: str, table: str) -> str:
         if self.expression == CHANGE_SEQ_EXPRESSION:
             return change_seq
@@ -70,9 +75,9 @@ class AddedColumn:
             return schema
         if self.expression == "$AR_M_SOURCE_TABLE_NAME":
             return table
-        literal = _LITERAL.match(self.expression)
+        literal = self.literal
         assert literal is not None  # checked when parsed
-        return literal.group(1).replace("''", "'")
+        return literal
 
 
 @dataclass(frozen=True)
@@ -115,6 +120,9 @@ class TablePlan:
 
     def row(self, kept: Sequence[int], values: Sequence[str | None],
             change_seq: str) -> tuple[str | None, ...]:
+        added = self.added
+        if len(added) == 1 and added[0].expression == CHANGE_SEQ_EXPRESSION:
+            return (*(values[i] for i in kept), change_seq)  # the common case, per change
         return (*(values[i] for i in kept),
                 *(a.value(change_seq, self.schema, self.table) for a in self.added))
 

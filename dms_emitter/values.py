@@ -13,7 +13,7 @@ import base64
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 
 from dms_emitter.source_types import PgType, SourceColumn
 
@@ -81,7 +81,9 @@ def render_bool(text: str) -> str:
 
 def _fixed(value: Decimal, scale: int) -> str:
     quantum = Decimal(1).scaleb(-scale)
-    return format(value.quantize(quantum, rounding=ROUND_HALF_UP), "f")
+    with localcontext() as ctx:
+        ctx.prec = 100  # money and NUMERIC(28,6) values fit; rounding up never overflows
+        return format(value.quantize(quantum, rounding=ROUND_HALF_UP), "f")
 
 
 def render_unbounded_numeric(text: str) -> str:

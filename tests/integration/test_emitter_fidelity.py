@@ -319,3 +319,39 @@ def test_table_mappings_select_many_tables_each_in_its_own_folder(postgres, emit
     tables = read_state(run.emitter.cfg.state_path)["tables"]
     assert sorted(tables) == [f"{schema}.Orders Q1", f"{schema}.events", f"{schema}.items"]
     assert tables[f"{schema}.items"]["folder"] == f"{schema}/goods"
+
+
+def test_tables_selected_while_streaming_are_picked_up_and_dropped_ones_end(postgres,
+                                                                             emit) -> None:
+    schema = f"fid_{uuid.uuid4().hex[:8]}"
+    sql(postgres.dsn, f"CREATE SCHEMA {schema}",
+        f"CREATE TABLE {schema}.first (id int PRIMARY KEY, a text)",
+        f"INSERT INTO {schema}.first VALUES (1, 'x')")
+    locator = {"schema-name": schema, "table-name": "%"}
+    mappings = {"rules": [
+        {"rule-type": "selection", "rule-id": "1", "rule-name": "all",
+         "object-locator": locator, "rule-action": "include"},
+        {"rule-type": "transformation", "rule-id": "2", "rule-name": "seq",
+         "rule-target": "column", "object-locator": locator, "rule-action": "add-column",
+         "value": "change_seq", "expression": "$AR_H_CHANGE_SEQ"}]}
+    run = emit("first", mappings=mappings, schema=schema, selection_check_s=0.5)
+    slot_before = read_state(run.emitter.cfg.state_path)["tables"]
+    assert list(slot_before) == [f"{schema}.first"]
+    sql(postgres.dsn, f"CREATE TABLE {schema}.second (id int PRIMARY KEY, b text)",
+        f"INSERT INTO {schema}.second VALUES (1, 'old')")
+    root = run.emitter.sink.root  # type: ignore[attr-defined]
+    second = LocalDirSink(root / schema / "second")
+    run.wait(lambda: second.names("LOAD"), "the new table's full load")
+    sql(postgres.dsn, f"UPDATE {schema}.second SET b = 'new' WHERE id = 1",
+        f"INSERT INTO {schema}.first VALUES (2, 'y')")
+    run.wait(lambda: len(second.names()) == 2 and len(run.rows()) == 2,
+             "changes of both tables")
+    rows = [r for n in sorted(second.names(), key=lambda n: (not n.startswith("LOAD"), n))
+            for r in parse_dms_csv((second.root / n).read_text(), n)]
+    assert [(r["Op"], r["b"]) for r in rows] == [("I", "old"), ("U", "new")]
+    assert rows[0]["change_seq"] < rows[1]["change_seq"]  # the load orders first
+    sql(postgres.dsn, f"DROP TABLE {schema}.first")
+    run.wait(lambda: list(read_state(run.emitter.cfg.state_path)["tables"]) == [
+        f"{schema}.second"], "the dropped table to end")
+    assert any("no longer selected" in line for line in run.log)
+    assert run.thread.is_alive() and not run.errors

@@ -137,7 +137,7 @@ def test_source_endpoint_gets_the_source_settings_the_emitter_follows():
     plan = build_plan(P, FULL)
     source = plan.get("dms-endpoint", plan.names.source_endpoint).settings
     assert source["PostgreSQLSettings"]["TrimSpaceInChar"] is P.dms.trim_space_in_char
-    assert "ExtraConnectionAttributes" not in source  # MapUnboundedNumericAsString off
+    assert source["ExtraConnectionAttributes"] == ""  # MapUnboundedNumericAsString off
     wide = dataclasses.replace(P, dms=dataclasses.replace(
         P.dms, map_unbounded_numeric_as_string=True))
     source = build_plan(wide, FULL).get("dms-endpoint", plan.names.source_endpoint).settings

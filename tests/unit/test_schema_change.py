@@ -119,3 +119,14 @@ def test_cdc_inserts_only_writes_inserts_without_op_and_keeps_sequence_stable() 
     assert txn is not None
     assert [line.split(",")[:2] for line in txn.lines] == [["1", "x"], ["2", "z"]]
     assert txn.lines[1].rstrip().endswith("3")  # the update took position 2
+
+
+def test_a_key_is_compared_as_sent_not_as_rendered() -> None:
+    """bool 't' renders as 'true': an update of another column is still one U row."""
+    b = one_table("public", "t", ["flag"], pk_update="delete-insert")
+    b.feed(relation(("flag", 16), ("a", TEXT)))
+    b.feed(pg.Begin(100, 0, 1))
+    b.feed(pg.Update(7, "O", ("t", "x"), ("t", "y")))
+    b.feed(pg.Update(7, "K", (None, None), ("f", "z")))  # another identity index: no verdict
+    txn = b.feed(pg.Commit(0, 100, 120, 0))
+    assert txn is not None and [line[0] for line in txn.lines] == ["U", "U"]

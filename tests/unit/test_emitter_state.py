@@ -1,0 +1,38 @@
+"""The emitter's state file across versions and its table bookkeeping (no servers)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cdclab import settings
+from dms_emitter.emitter import Emitter, EmitterConfig, read_state
+from dms_emitter.sink import LocalDirSink
+
+
+def emitter(tmp_path: Path, state: dict) -> Emitter:
+    cfg = EmitterConfig.from_env({settings.ENV_PG_DSN: "postgresql://unused",
+                                  settings.ENV_STATE_DIR: str(tmp_path)})
+    cfg.state_path.parent.mkdir(parents=True)
+    cfg.state_path.write_text(json.dumps(state))
+    return Emitter(cfg, LocalDirSink(tmp_path / "files"), log=lambda _m: None)
+
+
+def test_a_one_table_state_file_is_adopted_not_reloaded(tmp_path: Path) -> None:
+    shape = [["id", "int4"], ["url", "text"]]
+    e = emitter(tmp_path, {"phase": "streaming", "last_file": "20261122-101500123.csv",
+                           "table": "public.hosts_demo", "shape": shape})
+    e.adopt_old_state()
+    state = read_state(e.cfg.state_path)
+    assert state["phase"] == "streaming" and "shape" not in state and "table" not in state
+    assert state["tables"] == {"public.hosts_demo": {"folder": "public/hosts_demo",
+                                                     "shape": shape}}
+    before = dict(state)
+    e.adopt_old_state()  # idempotent
+    assert read_state(e.cfg.state_path) == before
+
+
+def test_a_state_without_a_finished_load_is_left_alone(tmp_path: Path) -> None:
+    e = emitter(tmp_path, {"phase": "full_load"})
+    e.adopt_old_state()
+    assert "tables" not in read_state(e.cfg.state_path)
