@@ -59,7 +59,7 @@ def cmd_down(args: argparse.Namespace) -> int:
 def emitter_summary(state: dict) -> dict:
     """What status shows of the emitter's state file (no secrets are in it)."""
     keys = ("phase", "last_file", "last_file_at", "files_written", "changes_written",
-            "stored_through_lsn", "schema_changes")
+            "confirmed_lsn", "confirmed_at", "schema_changes")
     summary = {k: state[k] for k in keys if k in state}
     table_keys = ("folder", "load_rows", "load_files", "files_written", "changes_written",
                   "last_file", "last_file_at")
@@ -76,6 +76,9 @@ def emitter_lines(summary: dict) -> list[str]:
              f"{summary.get('files_written', 0)} CDC files, "
              f"{summary.get('changes_written', 0)} changes; last "
              f"{summary.get('last_file') or '-'} {summary.get('last_file_at', '')}".rstrip()]
+    if summary.get("confirmed_lsn"):
+        lines.append(f"  slot confirmed at {summary['confirmed_lsn']} "
+                     f"({summary.get('confirmed_at', '')}): every change before it is stored")
     for name, t in sorted(summary.get("tables", {}).items()):
         lines.append(f"  {name:<30} full load {t.get('load_rows', 0)} rows, "
                      f"{t.get('files_written', 0)} CDC files, "

@@ -1,9 +1,12 @@
-"""Pure batcher: groups whole transactions into files like DMS CdcMaxBatchInterval/CdcMinFileSize.
+"""Pure batcher: rows of committed transactions into files, like DMS's
+CdcMaxBatchInterval / CdcMinFileSize.
 
-A batch closes at a transaction boundary once its oldest transaction has waited
-`interval_s` or its size reached `size_bytes`. Transactions are added whole. A file
-holds one header: a schema change (a new column list) starts a new file, even inside a
-transaction, so the writer splits a batch into runs of one table and one header.
+A batch is due once its oldest row has waited `interval_s` or its rows reach
+`size_bytes`, also in the middle of a transaction: DMS's files are not transaction
+bounded, and memory stays bounded by the batch size, not the transaction's. (Rows arrive
+only for committed transactions, pgoutput protocol 1, so writing part of one is safe;
+the slot is confirmed only at transaction ends whose rows are all stored.) A file holds
+one table and one header: a schema change starts a new file.
 """
 
 from __future__ import annotations
@@ -18,11 +21,16 @@ class Segment:
     lines: tuple[str, ...]  # encoded CSV rows
 
 
+def line_size(line: str) -> int:
+    """UTF-8 bytes of a line, without encoding it when it is ASCII (the usual case)."""
+    return len(line) if line.isascii() else len(line.encode())
+
+
 @dataclass(frozen=True)
 class Transaction:
     commit_lsn: int
     end_lsn: int  # confirming this LSN releases the transaction from the slot
-    segments: tuple[Segment, ...]
+    segments: tuple[Segment, ...]  # empty when the builder handed rows out as they came
     size: int  # bytes of all lines (UTF-8)
 
     @classmethod
@@ -34,7 +42,7 @@ class Transaction:
     def of_segments(cls, commit_lsn: int, end_lsn: int,
                     segments: list[Segment]) -> Transaction:
         kept = tuple(s for s in segments if s.lines)
-        size = sum(len(line.encode()) for s in kept for line in s.lines)
+        size = sum(line_size(line) for s in kept for line in s.lines)
         return cls(commit_lsn, end_lsn, kept, size)
 
     @property
@@ -44,30 +52,29 @@ class Transaction:
 
 @dataclass
 class Batch:
-    transactions: list[Transaction] = field(default_factory=list)
+    """Rows in runs of one table folder and one header; a table's runs keep its order."""
+
+    runs: list[tuple[str, tuple[str, ...], list[str]]] = field(default_factory=list)
+    last: dict[str, int] = field(default_factory=dict)  # folder -> index of its last run
     size: int = 0
+    rows: int = 0
     opened_at: float = 0.0
 
-    @property
-    def end_lsn(self) -> int:
-        return self.transactions[-1].end_lsn
+    def add(self, folder: str, header: tuple[str, ...], line: str, size: int) -> None:
+        i = self.last.get(folder)
+        if i is None or self.runs[i][1] != header:
+            self.last[folder] = i = len(self.runs)
+            self.runs.append((folder, header, []))
+        self.runs[i][2].append(line)
+        self.size += size
+        self.rows += 1
 
     @property
     def lines(self) -> list[str]:
-        return [line for t in self.transactions for line in t.lines]
+        return [line for _, _, lines in self.runs for line in lines]
 
     def files(self) -> list[Segment]:
-        """The batch as files: per table folder, consecutive rows of one header share a
-        file; a table's files keep its rows in order."""
-        runs: list[tuple[str, tuple[str, ...], list[str]]] = []
-        last: dict[str, int] = {}
-        for seg in (s for t in self.transactions for s in t.segments):
-            i = last.get(seg.folder)
-            if i is None or runs[i][1] != seg.header:
-                last[seg.folder] = i = len(runs)
-                runs.append((seg.folder, seg.header, []))
-            runs[i][2].extend(seg.lines)
-        return [Segment(folder, header, tuple(lines)) for folder, header, lines in runs]
+        return [Segment(folder, header, tuple(lines)) for folder, header, lines in self.runs]
 
 
 class Batcher:
@@ -81,23 +88,29 @@ class Batcher:
 
     @property
     def pending(self) -> bool:
-        return bool(self._batch.transactions)
+        return self._batch.rows > 0
+
+    def add_row(self, folder: str, header: tuple[str, ...], line: str, now: float) -> None:
+        if not self._batch.rows:
+            self._batch.opened_at = now
+        self._batch.add(folder, header, line, line_size(line))
 
     def add(self, txn: Transaction, now: float) -> None:
-        if not self._batch.transactions:
-            self._batch.opened_at = now
-        self._batch.transactions.append(txn)
-        self._batch.size += txn.size
+        """All rows of a transaction the builder collected whole."""
+        for seg in txn.segments:
+            for line in seg.lines:
+                self.add_row(seg.folder, seg.header, line, now)
+
+    def size_reached(self) -> bool:
+        return self._batch.size >= self.size_bytes
 
     def ready(self, now: float) -> bool:
         b = self._batch
-        return bool(b.transactions) and (
-            b.size >= self.size_bytes or now - b.opened_at >= self.interval_s
-        )
+        return b.rows > 0 and (b.size >= self.size_bytes or now - b.opened_at >= self.interval_s)
 
     def seconds_until_due(self, now: float) -> float | None:
         """How long the caller may block before `ready` can turn true by time alone."""
-        if not self._batch.transactions:
+        if not self._batch.rows:
             return None
         return max(0.0, self._batch.opened_at + self.interval_s - now)
 

@@ -25,7 +25,12 @@ from dms_emitter.dms_csv import (
 )
 from dms_emitter.schema_change import SchemaChange, Shape, shape_of
 from dms_emitter.source_types import PgType, SourceColumn, builtin
-from dms_emitter.table_mappings import TableMappings, TablePlan, default_mappings
+from dms_emitter.table_mappings import (
+    CHANGE_SEQ_EXPRESSION,
+    TableMappings,
+    TablePlan,
+    default_mappings,
+)
 from dms_emitter.values import RenderError, RenderOptions, RowRenderer
 
 # An UPDATE that changes the primary key. DMS "ignores an attempt to update a primary
@@ -43,6 +48,7 @@ PK_UPDATE_MODES = (PK_UPDATE_AS_UPDATE, PK_UPDATE_AS_DELETE_INSERT)
 TOAST_LOOKUP, TOAST_NULL = "lookup", "null"
 TOAST_MODES = (TOAST_LOOKUP, TOAST_NULL)
 
+RowSink = Callable[[str, tuple[str, ...], str], None]  # (folder, header, CSV line)
 TypeResolver = Callable[[list[tuple[int, int]]], Mapping[tuple[int, int], PgType]]
 # (table, key column -> text value, wanted columns) -> {column: text} of the row now
 Lookup = Callable[[TablePlan, dict[str, str | None], list[str]],
@@ -79,6 +85,8 @@ class _Table:
     kept: list[int]
     header: tuple[str, ...]
     key: list[int]
+    folder: str = ""
+    plain: bool = False  # all columns kept and only the change sequence added
 
     @property
     def names(self) -> list[str]:
@@ -92,7 +100,7 @@ class _Open:
     runs: list[tuple[str, tuple[str, ...], list[str]]] = field(default_factory=list)
     last_run: dict[str, int] = field(default_factory=dict)  # folder -> index in runs
     count: int = 0
-    ts_text: str | None = None  # commit time as DMS writes it: shared by every row
+    prefixes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # by Op
 
     def add(self, folder: str, header: tuple[str, ...], line: str) -> None:
         i = self.last_run.get(folder)
@@ -116,6 +124,7 @@ class ChangeBuilder:
         lookup: Lookup | None = None,
         on_schema_change: Callable[[SchemaChange], None] = lambda _c: None,
         fail_on_lob_truncation: bool = False,
+        on_row: RowSink | None = None,
     ) -> None:
         if pk_update not in PK_UPDATE_MODES:
             raise ValueError(f"pk_update {pk_update!r}: expected one of {PK_UPDATE_MODES}")
@@ -124,10 +133,14 @@ class ChangeBuilder:
                              f"{TOAST_MODES}")
         self.specs = {(t.plan.schema, t.plan.table): t for t in tables}
         self.fmt, self.warn = fmt or CsvFormat(), warn
+        self._ops, self._op_column = self.fmt.cdc_ops, self.fmt.cdc_op_column
         self.types, self.options = types, options or RenderOptions()
         self.pk_update, self.unchanged_toast, self.lookup = pk_update, unchanged_toast, lookup
         self.on_schema_change = on_schema_change
         self.fail_on_lob_truncation = fail_on_lob_truncation
+        # rows handed out as they come (the emitter's batcher: memory stays bounded by
+        # its file size, not a transaction's); without it, the Transaction holds them
+        self.on_row = on_row
         self.truncations: dict[str, int] = {}  # schema.table.column -> values cut
         self._shapes: dict[str, Shape | None] = {
             t.plan.qualified: t.known_shape for t in tables}
@@ -199,8 +212,11 @@ class ChangeBuilder:
         renderer = RowRenderer(source, self.options, lob_truncated(
             qualified, self.options.lob_max_size_kb, self.truncations, self.warn,
             self.fail_on_lob_truncation))
+        added = spec.plan.added
+        plain = (kept == list(range(len(names))) and len(added) == 1
+                 and added[0].expression == CHANGE_SEQ_EXPRESSION)
         self._tables[rel.oid] = _Table(spec, source, shape, renderer, kept,
-                                       spec.plan.header(names), key)
+                                       spec.plan.header(names), key, spec.plan.folder, plain)
 
     def _change(self, table: _Table, msg: pg.Insert | pg.Update | pg.Delete) -> None:
         if isinstance(msg, pg.Insert):
@@ -236,12 +252,16 @@ class ChangeBuilder:
             if v is pg.UNCHANGED_TOAST:
                 if old is not None and isinstance(old[i], str | type(None)):
                     v = old[i]
+                elif old is not None and isinstance(old[i], memoryview):
+                    v = table.renderer.text(i, old[i])  # type: ignore[arg-type]
                 else:
                     missing.append(i)
                     v = None
             elif isinstance(v, bytes):
                 raise ChangeError(f"binary value in column {table.names[i]!r} of "
                                   f"{what} on {qualified}: use text format")
+            elif isinstance(v, memoryview):
+                v = table.renderer.text(i, v)  # a big value, cut before it is decoded
             out.append(v)  # type: ignore[arg-type]
         if missing and filled and self.unchanged_toast == TOAST_LOOKUP:
             self._look_up(table, out, missing, what)
@@ -269,16 +289,24 @@ class ChangeBuilder:
 
     def _emit(self, table: _Table, op: str, values: tuple[str | None, ...]) -> None:
         txn = self._require_txn(op)
-        if txn.ts_text is None:
-            txn.ts_text = format_ts(pg.pg_timestamp(txn.commit_ts))
         txn.count += 1  # counts every change, written or not: the sequence stays stable
-        if op not in self.fmt.cdc_ops:
+        if op not in self._ops:
             return  # CdcInsertsOnly / CdcInsertsAndUpdates
+        prefix = txn.prefixes.get(op)
+        if prefix is None:  # Op and commit time: the same for every row of the transaction
+            ts = format_ts(pg.pg_timestamp(txn.commit_ts))
+            prefix = txn.prefixes[op] = tuple(self.fmt.fields(
+                op if self._op_column else None, ts, ()))
         seq = change_seq(txn.final_lsn, txn.count)
-        shown = op if self.fmt.cdc_op_column else None
-        row = table.spec.plan.row(table.kept, values, seq)
-        txn.add(table.spec.plan.folder, table.header,
-                encode_line(self.fmt.fields(shown, txn.ts_text, row), self.fmt))
+        if table.plain:  # every column kept, the change sequence added: the usual case
+            row = (*prefix, *values, seq)
+        else:
+            row = (*prefix, *table.spec.plan.row(table.kept, values, seq))
+        line = encode_line(row, self.fmt)
+        if self.on_row is not None:
+            self.on_row(table.folder, table.header, line)
+        else:
+            txn.add(table.folder, table.header, line)
 
 
 def lob_truncated(qualified: str, max_kb: int, counts: dict[str, int],

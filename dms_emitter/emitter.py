@@ -29,7 +29,6 @@ from dms_emitter.dms_csv import (
     OP_INSERT,
     CsvFormat,
     cdc_file_name,
-    chunk_lines,
     encode_file,
     encode_line,
     format_ts,
@@ -49,6 +48,7 @@ SELECTION_CHECK_S = 15.0  # how often streaming looks for tables added or droppe
 HEALTHY_PHASES = (PHASE_STREAMING, PHASE_LOADED)
 MIGRATION_TYPES = ("full-load-and-cdc", "full-load", "cdc")
 STATUS_INTERVAL_S = 10.0  # standby status even when idle (wal_sender_timeout is 60s)
+STATUS_SAVE_S = 1.0  # the confirmed position goes to the state file at most this often
 SCHEMA_CHANGES_KEPT = 20  # newest schema changes kept in the state file (cdclab status)
 
 
@@ -362,12 +362,25 @@ class Emitter:
                     plan.row(kept, renderer.row(values), full_load_seq(n, consistent_lsn))),
                     cfg.fmt)
                  for n, values in enumerate(rows, start=1))
+        head = (encode_line(cfg.fmt.header(header, op is not None), cfg.fmt).encode()
+                if cfg.fmt.add_header else b"")
         total = files = 0
-        for number, group in enumerate(chunk_lines(lines, cfg.max_file_bytes), start=1):
-            name = load_file_name(number)
-            sink.put(name, encode_file(header, group, cfg.fmt, op is not None).encode())
-            total, files = total + len(group), number
-            self.log(f"full load: wrote {sink.describe(name)} ({len(group)} rows)")
+        pending = next(lines, None)
+        while pending is not None:  # one file per MaxFileSize, streamed, never whole
+            files += 1
+            name = load_file_name(files)
+            count, size = 0, len(head)
+            with sink.writer(name) as out:
+                out.write(head)
+                while pending is not None:
+                    data = pending.encode()
+                    if count and size + len(data) > cfg.max_file_bytes:
+                        break
+                    out.write(data)
+                    count, size = count + 1, size + len(data)
+                    pending = next(lines, None)
+            total += count
+            self.log(f"full load: wrote {sink.describe(name)} ({count} rows)")
         self.save_table(plan.qualified, folder=plan.folder, load_rows=total, load_files=files,
                         shape=[list(c) for c in shape_of(table.columns)])
         self.log(f"full load of {plan.qualified} done: {total} rows")
@@ -400,6 +413,7 @@ class Emitter:
                 confirmed: int) -> str | None:
         cfg = self.cfg
         known = self.state.get("tables", {})
+        batcher = Batcher(cfg.interval_s, cfg.size_bytes)
         specs = [TableSpec(t.plan, t.key, _shape(known.get(t.plan.qualified, {})))
                  for t in self.selected]
         builder = ChangeBuilder(
@@ -407,14 +421,16 @@ class Emitter:
             pk_update=cfg.pk_update, unchanged_toast=cfg.unchanged_toast,
             lookup=lambda plan, key, cols: self.look_up(reader, plan, key, cols),
             on_schema_change=self.schema_changed,
-            fail_on_lob_truncation=cfg.fail_on_lob_truncation)
+            fail_on_lob_truncation=cfg.fail_on_lob_truncation,
+            on_row=lambda folder, header, line: batcher.add_row(folder, header, line,
+                                                                time.monotonic()))
         self.folders = {t.plan.folder: t.plan.qualified for t in self.selected}
-        batcher = Batcher(cfg.interval_s, cfg.size_bytes)
         conn.start(cfg.slot, [cfg.publication, repl.inserts_publication(cfg.publication)])
         self.log(f"streaming from slot {cfg.slot} at {pg.format_lsn(confirmed)}")
         seen_end = confirmed  # end LSN of the last complete transaction received
         last_status = time.monotonic()
         next_check = last_status + cfg.selection_check_s
+        last_saved = 0.0
         while True:
             now = time.monotonic()
             due = batcher.seconds_until_due(now)
@@ -431,8 +447,8 @@ class Emitter:
                 txn = builder.feed(pg.decode(item.payload))
                 if txn is not None:
                     seen_end = max(seen_end, txn.end_lsn)
-                    if txn.segments:
-                        batcher.add(txn, time.monotonic())
+                if batcher.size_reached():
+                    self.write_batch(batcher)  # mid-read: a huge transaction stays bounded
             now = time.monotonic()
             if batcher.pending and (batcher.ready(now) or self.stopping):
                 self.write_batch(batcher)
@@ -440,6 +456,10 @@ class Emitter:
                 confirmed = seen_end  # only now: every change up to here is in a stored file
                 conn.send_status(confirmed)
                 last_status = now
+                if now - last_saved >= STATUS_SAVE_S:  # for `cdclab status`
+                    self.save(confirmed_lsn=pg.format_lsn(confirmed),
+                              confirmed_at=datetime.now(UTC).isoformat())
+                    last_saved = now
             elif now - last_status >= STATUS_INTERVAL_S:
                 conn.send_status(confirmed)
                 last_status = now
@@ -474,9 +494,8 @@ class Emitter:
                 "files_written": table.get("files_written", 0) + 1,
                 "changes_written": table.get("changes_written", 0) + len(segment.lines)}
             self.log(f"wrote {sink.describe(name)}: {len(segment.lines)} changes")
-        self.save(stored_through_lsn=pg.format_lsn(batch.end_lsn))
-        self.log(f"batch of {len(batch.transactions)} transactions stored, up to LSN "
-                 f"{pg.format_lsn(batch.end_lsn)} (total {self.files} files, "
+        self.save()
+        self.log(f"batch of {batch.rows} changes stored (total {self.files} files, "
                  f"{self.changes} changes)")
 
 

@@ -32,7 +32,18 @@ class _Unchanged:
 
 
 UNCHANGED_TOAST = _Unchanged()
-Value = str | bytes | None | _Unchanged  # 't' text, 'b' binary, 'n' NULL, 'u' unchanged
+# 't' text, 'b' binary, 'n' NULL, 'u' unchanged; a text value over BIG_VALUE bytes stays
+# a memoryview of its UTF-8 bytes (decode with text_of)
+Value = str | bytes | memoryview | None | _Unchanged
+BIG_VALUE = 1 << 20
+
+
+def text_of(value: memoryview, max_bytes: int | None = None) -> str:
+    """A big text value decoded, whole or its first `max_bytes` bytes (never half a
+    character)."""
+    if max_bytes is None or len(value) <= max_bytes:
+        return str(value, "utf-8")
+    return bytes(value[:max_bytes]).decode("utf-8", "ignore")
 TupleData = tuple[Value, ...]
 
 
@@ -127,6 +138,7 @@ _NAMES = {
 
 
 _INT16 = struct.Struct(">h")
+_XLOG_HEADER = struct.Struct(">QQq")
 _INT32 = struct.Struct(">i")
 
 
@@ -188,13 +200,16 @@ class _Reader:
                 if length < 0 or pos + length > size:
                     self.pos = pos
                     raise self.fail(f"needs {length} more bytes, {size - pos} left")
-                raw = bytes(data[pos:pos + length])
+                raw = data[pos:pos + length]
                 pos += length
                 if kind == 0x62:
-                    append(raw)
+                    append(bytes(raw))
+                    continue
+                if length > BIG_VALUE and isinstance(raw, memoryview):
+                    append(raw)  # left encoded: a LOB is cut before it is decoded
                     continue
                 try:
-                    append(raw.decode("utf-8"))
+                    append(str(raw, "utf-8"))
                 except UnicodeDecodeError as exc:
                     raise self.fail(f"invalid UTF-8 in text value ({exc.reason})", at) from None
             elif kind == 0x6E:  # 'n'
@@ -212,11 +227,13 @@ class _Reader:
 
 
 def decode(data: bytes | memoryview) -> PgOutputMessage:
-    """Decode one pgoutput message (the payload of an XLogData record)."""
-    data = bytes(data)
+    """Decode one pgoutput message (the payload of an XLogData record). Row messages
+    are read in place (a 64 MB value is not copied); the rest as bytes."""
     if not data:
         raise DecodeError("malformed message at byte offset 0: empty message")
     tag = chr(data[0])
+    if tag not in "IUD":
+        data = bytes(data)
     if tag not in _NAMES:
         raise DecodeError(f"malformed message at byte offset 0: unknown message type {tag!r}")
     r = _Reader(data, _NAMES[tag])
@@ -304,7 +321,7 @@ class XLogData:
     start_lsn: int
     end_lsn: int
     send_time: int
-    payload: bytes
+    payload: bytes | memoryview
 
 
 @dataclass(frozen=True)
@@ -315,8 +332,12 @@ class Keepalive:
 
 
 def decode_copy_data(data: bytes | memoryview) -> XLogData | Keepalive:
-    data = bytes(data)
-    what = {"w": "XLogData", "k": "keepalive"}.get(chr(data[0]) if data else "", "CopyData")
+    view = memoryview(data)
+    what = {"w": "XLogData", "k": "keepalive"}.get(chr(view[0]) if view else "", "CopyData")
+    if what == "XLogData" and len(view) >= _XLOG_HEADER.size + 1:
+        start, end, sent = _XLOG_HEADER.unpack_from(view, 1)
+        return XLogData(start, end, sent, view[1 + _XLOG_HEADER.size:])  # no copy
+    data = bytes(view)
     r = _Reader(data, what)
     tag = r.byte() if data else ""
     if tag == "w":

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 from cdclab import settings
 
@@ -21,6 +25,10 @@ class Sink(Protocol):
 
     def child(self, folder: str) -> Sink:
         """The same store one folder down (a table's <schema>/<table>)."""
+
+    def writer(self, name: str) -> contextlib.AbstractContextManager[BinaryIO]:
+        """A file written piece by piece (a full load's files can be large): stored
+        durably when the block ends without an error, never partly."""
 
 
 class S3Sink:
@@ -57,6 +65,19 @@ class S3Sink:
     def child(self, folder: str) -> S3Sink:
         return S3Sink(self.bucket, f"{self.prefix}/{folder.strip('/')}", self.client)
 
+    @contextmanager
+    def writer(self, name: str) -> Iterator[BinaryIO]:
+        """Spooled to a local temporary file, then uploaded in parts: memory stays
+        bounded by the part size, whatever the file's."""
+        from boto3.s3.transfer import TransferConfig
+
+        with tempfile.TemporaryFile(prefix="cdclab-emitter-") as spool:
+            yield spool
+            spool.seek(0)
+            self.client.upload_fileobj(
+                spool, self.bucket, self.key(name), ExtraArgs={"ContentType": "text/csv"},
+                Config=TransferConfig(max_concurrency=2, multipart_chunksize=8 << 20))
+
 
 class LocalDirSink:
     """Same interface on a local directory (development without an S3 server)."""
@@ -85,6 +106,18 @@ class LocalDirSink:
 
     def child(self, folder: str) -> LocalDirSink:
         return LocalDirSink(self.root / folder)
+
+    @contextmanager
+    def writer(self, name: str) -> Iterator[BinaryIO]:
+        tmp = self.root / f".{name}.tmp"
+        try:
+            with open(tmp, "wb") as f:
+                yield f
+                f.flush()
+                os.fsync(f.fileno())
+            tmp.replace(self.root / name)
+        finally:
+            tmp.unlink(missing_ok=True)
 
 
 def bronze_sink() -> S3Sink:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 
+from dms_emitter.pgoutput import text_of
 from dms_emitter.source_types import PgType, SourceColumn
 
 BYTEA_HEX, BYTEA_BASE64, BYTEA_POSTGRES = "hex", "base64", "postgres"
@@ -233,29 +234,57 @@ class RowRenderer:
                  on_truncate: Truncated = lambda _column, _size: None) -> None:
         self.columns = tuple(columns)
         self.on_truncate = on_truncate
-        max_bytes = options.lob_max_size_kb * 1024
+        self.max_bytes = options.lob_max_size_kb * 1024
         self._rules: list[tuple[int, Render]] = []
+        self._lobs: list[int] = []  # LOB columns with no other rule: a length check only
+        self._binary = {i for i, c in enumerate(columns) if c.type.name == "bytea"}
         for i, c in enumerate(columns):
             rule = renderer_for(c.type, options)
             if is_lob(c.type):
-                rule = self._lob_rule(c.name, rule, max_bytes, c.type.name == "bytea")
+                if rule is None and c.type.name != "bytea":
+                    self._lobs.append(i)
+                    continue
+                rule = self._lob_rule(c.name, rule, c.type.name == "bytea")
             if rule is not None:
                 self._rules.append((i, rule))
+        self._quick = self.max_bytes // 4  # shorter text always fits (4 bytes a char)
 
-    def _lob_rule(self, column: str, render: Render | None, max_bytes: int,
-                  binary: bool) -> Render:
+    def _lob_rule(self, column: str, render: Render | None, binary: bool) -> Render:
         def rule(text: str) -> str:
-            cut = truncate_lob(text, max_bytes, binary)
+            cut = truncate_lob(text, self.max_bytes, binary)
             if cut is not None:
                 self.on_truncate(column, len(text))
                 text = cut
             return text if render is None else render(text)
         return rule
 
+    def text(self, index: int, value: memoryview) -> str:
+        """A big value left encoded by the decoder: a LOB is cut before decoding, so a
+        64 MB value never becomes a 64 MB string; anything else is decoded whole."""
+        if index in self._lobs or index in self._binary:
+            # bytea arrives as hex (\x + two characters a byte)
+            limit = 2 + 2 * self.max_bytes if index in self._binary else self.max_bytes
+            if len(value) > limit:
+                self.on_truncate(self.columns[index].name, len(value))
+            return text_of(value, limit)
+        return text_of(value)
+
     def row(self, values: Sequence[str | None]) -> tuple[str | None, ...]:
+        out: list[str | None] | None = None
+        quick = self._quick
+        for i in self._lobs:  # the hot path: most values are short
+            v = values[i]
+            if v is not None and len(v) > quick:
+                cut = truncate_lob(v, self.max_bytes)
+                if cut is not None:
+                    if out is None:
+                        out = list(values)
+                    self.on_truncate(self.columns[i].name, len(v))
+                    out[i] = cut
         if not self._rules:
-            return tuple(values)
-        out = list(values)
+            return tuple(values) if out is None else tuple(out)
+        if out is None:
+            out = list(values)
         for i, rule in self._rules:
             v = out[i]
             if v is not None:

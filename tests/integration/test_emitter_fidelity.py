@@ -355,3 +355,14 @@ def test_tables_selected_while_streaming_are_picked_up_and_dropped_ones_end(post
         f"{schema}.second"], "the dropped table to end")
     assert any("no longer selected" in line for line in run.log)
     assert run.thread.is_alive() and not run.errors
+
+
+def test_full_load_files_are_cut_at_max_file_size_and_numbered_in_hex(postgres, emit) -> None:
+    table = fresh_table(postgres.dsn, "CREATE TABLE {name} (id int PRIMARY KEY, a text)")
+    sql(postgres.dsn, f"INSERT INTO {table} SELECT i, repeat('x', 50) FROM "
+        "generate_series(1, 24) i")
+    run = emit(table, max_file_bytes=300)  # the header and two rows of ~120 bytes per file
+    names = run.sink.names()
+    assert names[:11] == [f"LOAD{n:08X}.csv" for n in range(1, 12)] and len(names) == 12
+    assert [r["id"] for r in run.rows()] == [str(i) for i in range(1, 25)]
+    assert all(len(rows) == 2 for rows in run.files().values())

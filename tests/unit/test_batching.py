@@ -1,4 +1,5 @@
-"""The batcher closes files at transaction boundaries only, on interval or size."""
+"""The batcher: every row once, in order, in files of one table and header, due on
+interval or size (also inside a transaction, like DMS's files)."""
 
 from __future__ import annotations
 
@@ -7,29 +8,32 @@ from hypothesis import strategies as st
 
 from dms_emitter.batching import Batcher, Transaction
 
-txns = st.lists(st.tuples(st.integers(1, 6), st.floats(0, 2)), max_size=40)
+rows = st.lists(st.tuples(st.sampled_from(["a/t", "b/u"]), st.sampled_from([("x",), ("x", "y")]),
+                          st.integers(1, 40), st.floats(0, 2)), max_size=60)
 
 
-@given(txns, st.floats(0.1, 3), st.integers(1, 400))
-def test_never_splits_a_transaction_and_loses_nothing(
-    plan: list[tuple[int, float]], interval: float, size: int
+@given(rows, st.floats(0.1, 3), st.integers(1, 400))
+def test_every_row_once_in_order_per_table_in_files_of_one_header(
+    plan: list[tuple[str, tuple[str, ...], int, float]], interval: float, size: int
 ) -> None:
     batcher = Batcher(interval, size)
-    now, lsn, files, sent = 0.0, 0, [], []
-    for n_lines, gap in plan:
+    now, files, sent = 0.0, [], []
+    for n, (folder, header, width, gap) in enumerate(plan):
         now += gap
-        lsn += 10
-        lines = [f"{lsn}-{i}\n" for i in range(n_lines)]
-        sent.append(lines)
-        batcher.add(Transaction.of(lsn, lsn + 1, lines), now)
+        line = f"{n}:" + "z" * width + "\n"
+        sent.append((folder, line))
+        batcher.add_row(folder, header, line, now)
         if batcher.ready(now):
-            files.append(batcher.take())
+            batch = batcher.take()
+            assert batch.size >= size or now - batch.opened_at >= interval
+            files += batch.files()
     if batcher.pending:
-        files.append(batcher.take())
-    written = [t.lines for f in files for t in f.transactions]
-    assert [list(t) for t in written] == sent  # whole transactions, in order, none lost
+        files += batcher.take().files()
+    for folder in ("a/t", "b/u"):
+        written = [line for f in files if f.folder == folder for line in f.lines]
+        assert written == [line for f, line in sent if f == folder]
     for f in files:
-        assert f.end_lsn == f.transactions[-1].end_lsn and f.transactions
+        assert f.lines
 
 
 def test_closes_on_interval_or_size() -> None:
@@ -39,5 +43,5 @@ def test_closes_on_interval_or_size() -> None:
     assert not b.ready(10.5) and b.seconds_until_due(10.5) == 0.5
     assert b.ready(11.0)
     b.take()
-    b.add(Transaction.of(3, 4, ["y" * 120 + "\n"]), 20.0)
+    b.add_row("f", ("a",), "é" * 60 + "\n", 20.0)  # 121 UTF-8 bytes
     assert b.ready(20.0)  # size reached, no waiting

@@ -16,7 +16,6 @@ from dms_emitter.dms_csv import (
     DmsCsvError,
     DmsRow,
     cdc_file_name,
-    chunk_lines,
     encode_file,
     encode_row,
     format_ts,
@@ -79,14 +78,6 @@ def test_file_names() -> None:
     second = cdc_file_name(t, first)
     assert second == "20261122-101500124.csv"
     assert cdc_file_name(t - timedelta(seconds=1), second) > second  # clock went back
-
-
-@given(st.lists(st.text(max_size=30).map(lambda s: s + "\n"), max_size=30), st.integers(1, 64))
-def test_chunks_keep_every_line_in_order_within_size(lines: list[str], limit: int) -> None:
-    groups = list(chunk_lines(lines, limit))
-    assert [x for g in groups for x in g] == lines
-    for g in groups:
-        assert len(g) == 1 or sum(len(x.encode()) for x in g) <= limit
 
 
 @pytest.mark.parametrize(("text", "message"), [

@@ -196,3 +196,13 @@ def test_key_change_is_one_update_like_dms_or_delete_then_insert() -> None:
     b.feed(REL)
     rows = rows_of(b, pg.Update(7, "O", ROW, new))
     assert [(r["Op"], r["id"]) for r in rows] == [("D", "1"), ("I", "2")]
+
+
+def test_a_big_text_value_stays_encoded_until_the_builder_cuts_it() -> None:
+    big = "x" * (pg.BIG_VALUE + 10)
+    wire = encode(pg.Insert(7, ("1", big, "a", None, None, None, None)))
+    msg = pg.decode(pg.decode_copy_data(b"w" + struct.pack(">QQq", 1, 2, 3) + wire).payload)
+    assert isinstance(msg, pg.Insert) and isinstance(msg.new[1], memoryview)
+    assert pg.text_of(msg.new[1], 5) == "xxxxx" and pg.text_of(msg.new[1]) == big
+    rows = rows_of(builder(), msg)
+    assert rows[0]["url"] == "x" * (32 * 1024)  # text is a LOB: cut at LobMaxSize

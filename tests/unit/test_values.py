@@ -164,3 +164,16 @@ def test_only_lob_types_are_cut() -> None:
     out = rows.row(["x" * 2000, "y" * 2000, "{" + "1," * 600 + "1}"])
     assert [len(v or "") for v in out] == [1024, 2000, 1024]
     assert seen == [("t", 2000), ("a", 1203)]
+
+
+def test_a_big_value_is_cut_before_it_is_decoded() -> None:
+    seen: list[tuple[str, int]] = []
+    rows = RowRenderer([SourceColumn("t", PgType("text", "S")),
+                        SourceColumn("b", PgType("bytea", "U")),
+                        SourceColumn("v", PgType("varchar", "S"))],
+                       RenderOptions(lob_max_size_kb=1), lambda c, n: seen.append((c, n)))
+    big = memoryview(("é" * 3000).encode())  # 6000 bytes
+    assert rows.text(0, big) == "é" * 512
+    assert rows.text(1, memoryview(b"\\x" + b"ab" * 3000)) == "\\x" + "ab" * 1024
+    assert rows.text(2, big) == "é" * 3000  # not a LOB: whole
+    assert seen == [("t", 6000), ("b", 6002)]
