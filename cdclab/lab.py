@@ -8,6 +8,7 @@ notebook's own small local one (the Glue runner's session lives in another proce
 
 from __future__ import annotations
 
+import gzip
 import os
 from collections.abc import Iterable, Mapping
 from functools import cached_property
@@ -221,7 +222,8 @@ class Lab:
         bucket = self.pipeline.lake.bronze_bucket
         rows: list[dict[str, Any]] = []
         for key in self.bronze_files()["key"]:
-            text = self.s3.get_object(Bucket=bucket, Key=key)["Body"].read().decode()
+            body = self.s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+            text = (gzip.decompress(body) if key.endswith(".gz") else body).decode()
             rows += change_rows(key, parse_dms_csv(text, f"s3://{bucket}/{key}", fmt),
                                 fmt.timestamp_column, fmt.change_seq_column,
                                 self.pipeline.source.primary_key)

@@ -134,6 +134,7 @@ class DmsSettings:
     migration_type: str = "full-load-and-cdc"
     # More S3 target settings (CHAP_Target.S3), AWS's defaults
     rfc4180: bool = True
+    compression_type: str = "NONE"
     cdc_inserts_only: bool = False
     cdc_inserts_and_updates: bool = False
     use_task_start_time_for_full_load_timestamp: bool = False

@@ -24,6 +24,7 @@ def s3_target_settings(p: PipelineSettings, *, bucket: str, role_arn: str) -> di
         "CsvRowDelimiter": d.csv_row_delimiter,
         "CsvNullValue": d.csv_null_value,
         "Rfc4180": d.rfc4180,
+        "CompressionType": d.compression_type.upper(),
         "CdcInsertsOnly": d.cdc_inserts_only,
         "CdcInsertsAndUpdates": d.cdc_inserts_and_updates,
         "UseTaskStartTimeForFullLoadTimestamp": d.use_task_start_time_for_full_load_timestamp,

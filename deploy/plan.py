@@ -17,6 +17,7 @@ from cdclab.job_config import glue_default_arguments
 from cdclab.settings import REPO_ROOT, PipelineSettings
 from deploy import dms, iam
 from deploy.options import STACK_TAG, DeployOptions, StackNames
+from dms_emitter.dms_csv import CsvFormat
 
 LAMBDA_SOURCE = REPO_ROOT / "lambda_shim" / "lambda_function.py"
 LAMBDA_RUNTIME = "python3.11"
@@ -238,7 +239,8 @@ def build_plan(p: PipelineSettings, opts: DeployOptions) -> Plan:
                 "LambdaFunctionArn": n.lambda_arn,
                 "Events": ["s3:ObjectCreated:*"],
                 "Prefix": f"{pa.bronze_prefix}/",
-                "Suffix": ".csv",
+                # the emitter's (and DMS's) file ending for the CompressionType
+                "Suffix": CsvFormat.from_settings(pa.dms).suffix,
             },
         ),
     ]

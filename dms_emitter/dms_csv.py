@@ -7,6 +7,7 @@ two stay distinct through the round trip.
 
 from __future__ import annotations
 
+import gzip
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -35,6 +36,15 @@ class CsvFormat:
     add_header: bool = True  # AddColumnName
     op_for_full_load: bool = True  # IncludeOpForFullLoad
     cdc_ops: tuple[str, ...] = OPS  # CdcInsertsOnly: (I,); CdcInsertsAndUpdates: (I, U)
+    gzip: bool = False  # CompressionType GZIP
+
+    @property
+    def suffix(self) -> str:
+        """File name ending; ".gz" added for GZIP (DMS's exact name is not documented)."""
+        return ".csv.gz" if self.gzip else ".csv"
+
+    def compress(self, body: bytes) -> bytes:
+        return gzip.compress(body, mtime=0) if self.gzip else body
 
     @classmethod
     def from_settings(cls, dms: DmsSettings) -> CsvFormat:
@@ -53,11 +63,15 @@ class CsvFormat:
         if any(c in dms.csv_null_value for c in (dms.csv_delimiter, '"', "\n", "\r")):
             raise ValueError(f"pipeline.toml [dms] csv_null_value={dms.csv_null_value!r} "
                              "holds a delimiter, quote or newline")
+        if dms.compression_type.upper() not in ("NONE", "GZIP"):
+            raise ValueError(f"pipeline.toml [dms] compression_type={dms.compression_type!r}:"
+                             " expected NONE or GZIP")
         ops = ((OP_INSERT,) if dms.cdc_inserts_only else
                (OP_INSERT, OP_UPDATE) if dms.cdc_inserts_and_updates else OPS)
         return cls(dms.timestamp_column_name, dms.change_seq_column, dms.csv_delimiter,
                    dms.csv_row_delimiter, dms.csv_null_value, dms.add_column_name,
-                   dms.include_op_for_full_load, ops)
+                   dms.include_op_for_full_load, ops,
+                   dms.compression_type.upper() == "GZIP")
 
     @property
     def cdc_op_column(self) -> bool:
@@ -132,16 +146,17 @@ def encode_file(columns: Sequence[str], lines: Iterable[str], fmt: CsvFormat = C
     return head + "".join(lines)
 
 
-def load_file_name(number: int) -> str:
-    return f"LOAD{number:08X}.csv"
+def load_file_name(number: int, suffix: str = ".csv") -> str:
+    return f"LOAD{number:08X}{suffix}"
 
 
-def cdc_file_name(moment: datetime, previous: str | None = None) -> str:
+def cdc_file_name(moment: datetime, previous: str | None = None,
+                  suffix: str = ".csv") -> str:
     """yyyyMMdd-HHmmssSSS.csv (UTC); bumps the millisecond until it sorts after `previous`."""
     moment = moment.astimezone(UTC)
     millis = moment.replace(microsecond=(moment.microsecond // 1000) * 1000)
     while True:
-        name = f"{millis.strftime(_CDC_NAME_FORMAT)}{millis.microsecond // 1000:03d}.csv"
+        name = f"{millis.strftime(_CDC_NAME_FORMAT)}{millis.microsecond // 1000:03d}{suffix}"
         if previous is None or name > previous:
             return name
         millis += timedelta(milliseconds=1)

@@ -6,14 +6,17 @@ changes is stored (put returned). A crash replays from the slot, never skips.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import BinaryIO
 
 import psycopg
 from botocore.exceptions import BotoCoreError, ClientError
@@ -368,9 +371,9 @@ class Emitter:
         pending = next(lines, None)
         while pending is not None:  # one file per MaxFileSize, streamed, never whole
             files += 1
-            name = load_file_name(files)
+            name = load_file_name(files, cfg.fmt.suffix)
             count, size = 0, len(head)
-            with sink.writer(name) as out:
+            with sink.writer(name) as spool, compressed(spool, cfg.fmt.gzip) as out:
                 out.write(head)
                 while pending is not None:
                     data = pending.encode()
@@ -477,9 +480,10 @@ class Emitter:
         batch = batcher.take()
         for segment in batch.files():
             sink = self.sink.child(segment.folder)
-            name = cdc_file_name(datetime.now(UTC), self.state.get("last_file"))
-            sink.put(name, encode_file(list(segment.header), segment.lines, self.cfg.fmt,
-                                       self.cfg.fmt.cdc_op_column).encode())
+            fmt = self.cfg.fmt
+            name = cdc_file_name(datetime.now(UTC), self.state.get("last_file"), fmt.suffix)
+            sink.put(name, fmt.compress(encode_file(list(segment.header), segment.lines, fmt,
+                                                    fmt.cdc_op_column).encode()))
             self.files += 1
             self.changes += len(segment.lines)
             qualified = self.folders.get(segment.folder, segment.folder)
@@ -507,6 +511,16 @@ class Emitter:
             self.log(f"WARNING: unchanged TOAST value(s) of {columns} cannot be looked up "
                      f"({exc}); written as NULL")
             return None
+
+
+@contextmanager
+def compressed(out: BinaryIO, gzip_it: bool) -> Iterator[BinaryIO]:
+    """`out` itself, or a GZIP stream into it (CompressionType GZIP)."""
+    if not gzip_it:
+        yield out
+        return
+    with gzip.GzipFile(fileobj=out, mode="wb", mtime=0) as packed:
+        yield packed  # type: ignore[misc]
 
 
 def _shape(table_state: dict) -> Shape | None:

@@ -31,6 +31,10 @@ class Sink(Protocol):
         durably when the block ends without an error, never partly."""
 
 
+def content_type(name: str) -> str:
+    return "application/gzip" if name.endswith(".gz") else "text/csv"
+
+
 class S3Sink:
     """Files under s3://<bucket>/<prefix>/; endpoint from AWS_ENDPOINT_URL_S3 (boto3 reads it)."""
 
@@ -46,7 +50,7 @@ class S3Sink:
 
     def put(self, name: str, body: bytes) -> None:
         self.client.put_object(Bucket=self.bucket, Key=self.key(name), Body=body,
-                               ContentType="text/csv")
+                               ContentType=content_type(name))
 
     def names(self, startswith: str = "") -> list[str]:
         out: list[str] = []
@@ -75,7 +79,8 @@ class S3Sink:
             yield spool
             spool.seek(0)
             self.client.upload_fileobj(
-                spool, self.bucket, self.key(name), ExtraArgs={"ContentType": "text/csv"},
+                spool, self.bucket, self.key(name),
+                ExtraArgs={"ContentType": content_type(name)},
                 Config=TransferConfig(max_concurrency=2, multipart_chunksize=8 << 20))
 
 

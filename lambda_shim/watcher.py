@@ -72,8 +72,11 @@ def save_state(path: Path, state: logic.WatchState) -> None:
     write_json(path, {**logic.to_dict(state), "updated_at": time.time(), "pid": os.getpid()})
 
 
+DMS_SUFFIXES = (".csv", ".csv.gz")  # CompressionType NONE or GZIP
+
+
 def list_objects(s3, bucket: str, prefix: str, start_after: str | None,
-                 suffix: str = ".csv") -> list[S3Object]:
+                 suffix: str | tuple[str, ...] = DMS_SUFFIXES) -> list[S3Object]:
     kwargs = {"Bucket": bucket, "Prefix": prefix}
     if start_after:
         kwargs["StartAfter"] = start_after

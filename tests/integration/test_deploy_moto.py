@@ -134,6 +134,7 @@ def test_deploy_creates_every_resource_with_its_settings(aws):
         "CsvRowDelimiter": d.csv_row_delimiter,
         "CsvNullValue": d.csv_null_value,
         "Rfc4180": d.rfc4180,
+        "CompressionType": d.compression_type.upper(),
         "CdcInsertsOnly": d.cdc_inserts_only,
         "CdcInsertsAndUpdates": d.cdc_inserts_and_updates,
         "UseTaskStartTimeForFullLoadTimestamp": (

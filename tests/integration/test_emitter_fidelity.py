@@ -4,6 +4,7 @@ load and CDC), schema changes, unchanged TOAST, tables without a primary key."""
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import threading
 import time
 import uuid
@@ -14,7 +15,7 @@ import psycopg
 import pytest
 
 from cdclab import settings
-from dms_emitter.dms_csv import parse_dms_csv
+from dms_emitter.dms_csv import CsvFormat, parse_dms_csv
 from dms_emitter.emitter import Emitter, EmitterConfig, read_state
 from dms_emitter.replication import inserts_publication
 from dms_emitter.sink import LocalDirSink
@@ -67,12 +68,15 @@ class Run:
         """Full-load files first, then CDC files in time order."""
         return sorted(self.sink.names(), key=lambda n: (not n.startswith("LOAD"), n))
 
+    def text(self, name: str) -> str:
+        body = (self.sink.root / name).read_bytes()
+        return (gzip.decompress(body) if name.endswith(".gz") else body).decode()
+
     def files(self) -> dict[str, list[dict]]:
-        return {n: parse_dms_csv((self.sink.root / n).read_text(), n) for n in self.names()}
+        return {n: parse_dms_csv(self.text(n), n) for n in self.names()}
 
     def headers(self) -> dict[str, list[str]]:
-        return {n: (self.sink.root / n).read_text().split("\n", 1)[0].split(",")
-                for n in self.names()}
+        return {n: self.text(n).split("\n", 1)[0].split(",") for n in self.names()}
 
     def rows(self) -> list[dict]:
         return [r for rows in self.files().values() for r in rows]
@@ -366,3 +370,14 @@ def test_full_load_files_are_cut_at_max_file_size_and_numbered_in_hex(postgres, 
     assert names[:11] == [f"LOAD{n:08X}.csv" for n in range(1, 12)] and len(names) == 12
     assert [r["id"] for r in run.rows()] == [str(i) for i in range(1, 25)]
     assert all(len(rows) == 2 for rows in run.files().values())
+
+
+def test_gzip_compression_writes_csv_gz_files(postgres, emit) -> None:
+    table = fresh_table(postgres.dsn, "CREATE TABLE {name} (id int PRIMARY KEY, a text)")
+    sql(postgres.dsn, f"INSERT INTO {table} VALUES (1, 'x')")
+    run = emit(table, fmt=CsvFormat(gzip=True))
+    sql(postgres.dsn, f"INSERT INTO {table} VALUES (2, 'y')")
+    run.wait(lambda: len(run.rows()) == 2, "the CDC file")
+    names = run.names()
+    assert names[0] == "LOAD00000001.csv.gz" and names[1].endswith(".csv.gz")
+    assert [(r["Op"], r["id"], r["a"]) for r in run.rows()] == [("I", "1", "x"), ("I", "2", "y")]

@@ -4,6 +4,7 @@ validation rules are checked against a Python oracle on generated rows (hypothes
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 from datetime import date, datetime
 from pathlib import Path
@@ -46,6 +47,16 @@ def read_records(glue, folder: Path) -> list[dict]:
 
 def fields(record: dict) -> dict:
     return {c: record[c] for c in job.BRONZE_COLUMNS}
+
+
+def test_glues_reader_reads_gzip_files_like_plain_ones(glue, tmp_path) -> None:
+    """CompressionType GZIP: DMS (and the emitter) write .csv.gz; the job reads them."""
+    (tmp_path / "20261122-101500123.csv.gz").write_bytes(
+        gzip.compress((HEADER + GOOD).encode()))
+    [record] = read_records(glue, tmp_path)
+    assert record["source_file"].endswith("/20261122-101500123.csv.gz")
+    assert (record["record_number"], record["reason"]) == (2, None)
+    assert record["name"] == 'Anna, "A"'
 
 
 def test_glues_reader_keeps_nulls_empty_strings_quotes_and_newlines(glue, tmp_path) -> None:

@@ -45,6 +45,7 @@ def emitter_s3_settings(bucket: str, role_arn: str) -> dict:
         "BucketFolder": d.bucket_folder,
         "BucketName": bucket,
         "Rfc4180": d.rfc4180,
+        "CompressionType": d.compression_type.upper(),
         "CdcInsertsOnly": d.cdc_inserts_only,
         "CdcInsertsAndUpdates": d.cdc_inserts_and_updates,
         "UseTaskStartTimeForFullLoadTimestamp": (
