@@ -59,10 +59,10 @@ def cmd_down(args: argparse.Namespace) -> int:
 def emitter_summary(state: dict) -> dict:
     """What status shows of the emitter's state file (no secrets are in it)."""
     keys = ("phase", "last_file", "last_file_at", "files_written", "changes_written",
-            "confirmed_lsn", "confirmed_at", "schema_changes")
+            "confirmed_lsn", "confirmed_at", "slot_lag_bytes", "schema_changes")
     summary = {k: state[k] for k in keys if k in state}
     table_keys = ("folder", "load_rows", "load_files", "files_written", "changes_written",
-                  "last_file", "last_file_at")
+                  "last_file", "last_file_at", "last_lsn", "last_commit_at", "lag_seconds")
     if "tables" in state:
         summary["tables"] = {name: {k: t[k] for k in table_keys if k in t}
                              for name, t in state["tables"].items()}
@@ -78,11 +78,14 @@ def emitter_lines(summary: dict) -> list[str]:
              f"{summary.get('last_file') or '-'} {summary.get('last_file_at', '')}".rstrip()]
     if summary.get("confirmed_lsn"):
         lines.append(f"  slot confirmed at {summary['confirmed_lsn']} "
-                     f"({summary.get('confirmed_at', '')}): every change before it is stored")
+                     f"({summary.get('confirmed_at', '')}): every change before it is "
+                     f"stored; {summary.get('slot_lag_bytes', 0)} bytes of WAL behind")
     for name, t in sorted(summary.get("tables", {}).items()):
+        newest = (f"; newest at LSN {t['last_lsn']}, {t.get('lag_seconds')} s from commit "
+                  "to S3" if t.get("last_lsn") else "")
         lines.append(f"  {name:<30} full load {t.get('load_rows', 0)} rows, "
                      f"{t.get('files_written', 0)} CDC files, "
-                     f"{t.get('changes_written', 0)} changes")
+                     f"{t.get('changes_written', 0)} changes{newest}")
     changes = summary.get("schema_changes") or []
     if changes:
         newest = changes[-1]

@@ -142,6 +142,8 @@ class ChangeBuilder:
         # its file size, not a transaction's); without it, the Transaction holds them
         self.on_row = on_row
         self.truncations: dict[str, int] = {}  # schema.table.column -> values cut
+        # folder -> (commit LSN, commit time) of the newest change handed out
+        self.last_change: dict[str, tuple[int, int]] = {}
         self._shapes: dict[str, Shape | None] = {
             t.plan.qualified: t.known_shape for t in tables}
         self._tables: dict[int, _Table] = {}  # by relation OID
@@ -303,6 +305,7 @@ class ChangeBuilder:
         else:
             row = (*prefix, *table.spec.plan.row(table.kept, values, seq))
         line = encode_line(row, self.fmt)
+        self.last_change[table.folder] = (txn.final_lsn, txn.commit_ts)
         if self.on_row is not None:
             self.on_row(table.folder, table.header, line)
         else:

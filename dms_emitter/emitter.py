@@ -434,12 +434,14 @@ class Emitter:
         last_status = time.monotonic()
         next_check = last_status + cfg.selection_check_s
         last_saved = 0.0
+        server_end = confirmed  # the server's WAL end, from keepalives
         while True:
             now = time.monotonic()
             due = batcher.seconds_until_due(now)
             timeout = min(due if due is not None else 1.0, 1.0)
             for item in ([] if self.stopping else conn.read(timeout)):
                 if isinstance(item, pg.Keepalive):
+                    server_end = max(server_end, item.end_lsn)
                     if (not builder.in_transaction and not batcher.pending
                             and item.end_lsn > seen_end):
                         seen_end = item.end_lsn  # idle: all sent WAL is processed
@@ -450,18 +452,19 @@ class Emitter:
                 txn = builder.feed(pg.decode(item.payload))
                 if txn is not None:
                     seen_end = max(seen_end, txn.end_lsn)
-                if batcher.size_reached():
-                    self.write_batch(batcher)  # mid-read: a huge transaction stays bounded
+                if batcher.size_reached():  # mid-read: a huge transaction stays bounded
+                    self.write_batch(batcher, builder.last_change)
             now = time.monotonic()
             if batcher.pending and (batcher.ready(now) or self.stopping):
-                self.write_batch(batcher)
+                self.write_batch(batcher, builder.last_change)
             if not batcher.pending and seen_end > confirmed:
                 confirmed = seen_end  # only now: every change up to here is in a stored file
                 conn.send_status(confirmed)
                 last_status = now
                 if now - last_saved >= STATUS_SAVE_S:  # for `cdclab status`
                     self.save(confirmed_lsn=pg.format_lsn(confirmed),
-                              confirmed_at=datetime.now(UTC).isoformat())
+                              confirmed_at=datetime.now(UTC).isoformat(),
+                              slot_lag_bytes=max(server_end - confirmed, 0))
                     last_saved = now
             elif now - last_status >= STATUS_INTERVAL_S:
                 conn.send_status(confirmed)
@@ -475,8 +478,10 @@ class Emitter:
                 if self.selection_changed(reader):
                     return RESELECT  # everything received is stored and confirmed
 
-    def write_batch(self, batcher: Batcher) -> None:
-        """One file per table and header: a schema change starts a new file."""
+    def write_batch(self, batcher: Batcher,
+                    last_change: dict[str, tuple[int, int]] | None = None) -> None:
+        """One file per table and header: a schema change starts a new file.
+        `last_change`: per folder, the commit LSN and time of its newest row (status)."""
         batch = batcher.take()
         for segment in batch.files():
             sink = self.sink.child(segment.folder)
@@ -493,8 +498,15 @@ class Emitter:
                               files_written=self.state.get("files_written", 0) + 1,
                               changes_written=self.state.get("changes_written", 0)
                               + len(segment.lines))
+            newest = (last_change or {}).get(segment.folder)
+            progress = {} if newest is None else {
+                "last_lsn": pg.format_lsn(newest[0]),
+                "last_commit_at": pg.pg_timestamp(newest[1]).isoformat(),
+                # commit to stored in S3, for the newest change of this table
+                "lag_seconds": round(
+                    (datetime.now(UTC) - pg.pg_timestamp(newest[1])).total_seconds(), 3)}
             self.state.setdefault("tables", {})[qualified] = {
-                **table, "last_file": name, "last_file_at": at,
+                **table, "last_file": name, "last_file_at": at, **progress,
                 "files_written": table.get("files_written", 0) + 1,
                 "changes_written": table.get("changes_written", 0) + len(segment.lines)}
             self.log(f"wrote {sink.describe(name)}: {len(segment.lines)} changes")

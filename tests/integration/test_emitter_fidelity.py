@@ -323,6 +323,10 @@ def test_table_mappings_select_many_tables_each_in_its_own_folder(postgres, emit
     tables = read_state(run.emitter.cfg.state_path)["tables"]
     assert sorted(tables) == [f"{schema}.Orders Q1", f"{schema}.events", f"{schema}.items"]
     assert tables[f"{schema}.items"]["folder"] == f"{schema}/goods"
+    # status per table: the newest change's LSN and its commit-to-S3 lag
+    items = tables[f"{schema}.items"]
+    assert items["last_lsn"].count("/") == 1 and 0 <= items["lag_seconds"] < 60
+    assert items["files_written"] >= 1 and items["changes_written"] == 1
 
 
 def test_tables_selected_while_streaming_are_picked_up_and_dropped_ones_end(postgres,

@@ -95,7 +95,8 @@ def test_status_shows_the_emitter_per_table_and_its_newest_schema_change() -> No
     state = {"phase": "streaming", "files_written": 3, "changes_written": 9,
              "last_file": "20261123-101500123.csv",
              "tables": {"public.t": {"shape": [], "load_rows": 5, "files_written": 3,
-                                     "changes_written": 9, "folder": "public/t"}},
+                                     "changes_written": 9, "folder": "public/t",
+                                     "last_lsn": "0/1A2B", "lag_seconds": 0.4}},
              "schema_changes": [{"table": "public.t", "changes": ["added c bool"],
                                  "seen_at": "2026-11-23T10:15:00+00:00"}]}
     summary = emitter_summary(state)
@@ -103,6 +104,7 @@ def test_status_shows_the_emitter_per_table_and_its_newest_schema_change() -> No
     lines = emitter_lines(summary)
     assert "streaming; 3 CDC files, 9 changes" in lines[0]
     assert "public.t" in lines[1] and "full load 5 rows, 3 CDC files" in lines[1]
+    assert "newest at LSN 0/1A2B, 0.4 s from commit to S3" in lines[1]
     assert "1 schema change(s)" in lines[2] and "public.t: added c bool" in lines[2]
     assert emitter_lines(emitter_summary({})) == []
 
