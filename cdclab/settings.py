@@ -134,6 +134,7 @@ class DmsSettings:
     migration_type: str = "full-load-and-cdc"
     # More S3 target settings (CHAP_Target.S3), AWS's defaults
     rfc4180: bool = True
+    quote_empty_strings: bool = True  # the lab's choice; see docs/dms-fidelity.md
     compression_type: str = "NONE"
     cdc_inserts_only: bool = False
     cdc_inserts_and_updates: bool = False

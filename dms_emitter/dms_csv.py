@@ -37,6 +37,10 @@ class CsvFormat:
     op_for_full_load: bool = True  # IncludeOpForFullLoad
     cdc_ops: tuple[str, ...] = OPS  # CdcInsertsOnly: (I,); CdcInsertsAndUpdates: (I, U)
     gzip: bool = False  # CompressionType GZIP
+    # An empty string as "" (the lab's default, so NULL and '' stay apart when NULL is
+    # written empty) or empty (Rfc4180's documented rule quotes only quotes, commas
+    # and newlines: with CsvNullValue "" DMS cannot tell NULL from '').
+    quote_empty: bool = True
 
     @property
     def suffix(self) -> str:
@@ -71,7 +75,7 @@ class CsvFormat:
         return cls(dms.timestamp_column_name, dms.change_seq_column, dms.csv_delimiter,
                    dms.csv_row_delimiter, dms.csv_null_value, dms.add_column_name,
                    dms.include_op_for_full_load, ops,
-                   dms.compression_type.upper() == "GZIP")
+                   dms.compression_type.upper() == "GZIP", dms.quote_empty_strings)
 
     @property
     def cdc_op_column(self) -> bool:
@@ -110,20 +114,23 @@ def format_ts(moment: datetime) -> str:
 def encode_field(value: str | None, fmt: CsvFormat = CsvFormat()) -> str:
     if value is None:
         return fmt.null_value
-    if (value == "" or fmt.delimiter in value or '"' in value or "\n" in value
-            or "\r" in value):
+    if value == "":
+        return '""' if fmt.quote_empty else ""
+    if (fmt.delimiter in value or '"' in value or "\n" in value or "\r" in value):
         return '"' + value.replace('"', '""') + '"'
     return value
 
 
 def encode_line(fields: Iterable[str | None], fmt: CsvFormat = CsvFormat()) -> str:
     # encode_field inlined: this runs for every field of every change
-    d, null = fmt.delimiter, fmt.null_value
+    d, null, empty = fmt.delimiter, fmt.null_value, '""' if fmt.quote_empty else ""
     out = []
     for v in fields:
         if v is None:
             out.append(null)
-        elif v and d not in v and '"' not in v and "\n" not in v and "\r" not in v:
+        elif not v:
+            out.append(empty)
+        elif d not in v and '"' not in v and "\n" not in v and "\r" not in v:
             out.append(v)
         else:
             out.append('"' + v.replace('"', '""') + '"')

@@ -1,0 +1,78 @@
+"""The DMS case corpus (tests/corpus/dms/*.toml): for each case, the exact bytes of every
+file the emitter writes, against a real PostgreSQL slot. Each case names the AWS passage
+it follows. In the expected bodies `{ts}` stands for a DMS timestamp (load or commit
+time) and `{seq}` for a change sequence, the only values that differ between runs;
+`{name}` for a value the case computes in SQL (`[values]`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+import tomllib
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from dms_emitter.dms_csv import CsvFormat
+from dms_emitter.values import RenderOptions
+from tests.resources.emitter import fresh_table
+
+pytestmark = pytest.mark.integration
+
+CASES = sorted((Path(__file__).parents[1] / "corpus" / "dms").glob("*.toml"))
+PLACEHOLDERS = {"ts": r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6}", "seq": r"\d{35}"}
+
+
+def pattern(body: str, values: dict[str, str]) -> re.Pattern[str]:
+    parts = re.split(r"\{(\w+)\}", body)
+    out = []
+    for i, part in enumerate(parts):
+        if i % 2 == 0:
+            out.append(re.escape(part))
+        elif part in PLACEHOLDERS:
+            out.append(PLACEHOLDERS[part])
+        else:
+            out.append(re.escape(values[part]))
+    return re.compile("".join(out), re.DOTALL)
+
+
+def settings_of(case: dict) -> dict:
+    """EmitterConfig changes: `fmt.*` and `render.*` keys change those parts."""
+    raw = case.get("settings", {})
+    fmt = {k[4:]: v for k, v in raw.items() if k.startswith("fmt.")}
+    render = {k[7:]: v for k, v in raw.items() if k.startswith("render.")}
+    rest = {k: v for k, v in raw.items() if "." not in k}
+    if "cdc_ops" in fmt:
+        fmt["cdc_ops"] = tuple(fmt["cdc_ops"])
+    return {**rest, **({"fmt": dataclasses.replace(CsvFormat(), **fmt)} if fmt else {}),
+            **({"render": RenderOptions(**render)} if render else {})}
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_case(path: Path, postgres, emit) -> None:
+    case = tomllib.loads(path.read_text())
+    assert case.get("source"), f"{path.name}: name the AWS passage the case follows"
+    table = fresh_table(postgres.dsn, ";\n".join(case["setup"]))
+    with psycopg.connect(postgres.dsn) as conn:
+        values = {k: conn.execute(q.format(name=table)).fetchone()[0]
+                  for k, q in case.get("values", {}).items()}
+    run = emit(table, key=case.get("key", "id"), interval_s=3.0, **settings_of(case))
+    for transaction in case.get("changes", []):  # all within the 3 s batch interval
+        with psycopg.connect(postgres.dsn) as conn:
+            for statement in transaction:
+                conn.execute(statement.format(name=table))
+    expected = case["files"]
+    run.wait(lambda: len(run.names()) >= len(expected), f"{len(expected)} files")
+    time.sleep(0.5)  # nothing more should come
+    names = run.names()
+    assert len(names) == len(expected), (names, run.log[-5:])
+    for name, want in zip(names, expected, strict=True):
+        if want["name"] == "cdc":
+            assert re.fullmatch(r"\d{8}-\d{9}\.csv(\.gz)?", name), name
+        else:
+            assert name == want["name"]
+        got = run.text(name)
+        assert pattern(want["body"], values).fullmatch(got), (
+            f"{path.name}: {name} differs\n--- expected\n{want['body']}--- got\n{got}")

@@ -1,0 +1,126 @@
+"""Test resource: the DMS emitter on the session's PostgreSQL, in a thread, writing to a
+local folder. `emit(table, ...)` starts one (its own slot and publications, dropped
+afterwards) and returns a Run to read its files, state and log."""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from cdclab import settings
+from dms_emitter.dms_csv import parse_dms_csv
+from dms_emitter.emitter import Emitter, EmitterConfig
+from dms_emitter.replication import inserts_publication
+from dms_emitter.sink import LocalDirSink
+from dms_emitter.table_mappings import TableMappings
+
+
+def wait_for(check: Callable[[], object], timeout: float = 60.0, what: str = "it") -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.3)
+
+
+@dataclasses.dataclass
+class Run:
+    emitter: Emitter
+    sink: LocalDirSink
+    thread: threading.Thread
+    errors: list[BaseException]
+    log: list[str]
+
+    def names(self) -> list[str]:
+        """Full-load files first, then CDC files in time order."""
+        return sorted(self.sink.names(), key=lambda n: (not n.startswith("LOAD"), n))
+
+    def text(self, name: str) -> str:
+        body = (self.sink.root / name).read_bytes()
+        return (gzip.decompress(body) if name.endswith(".gz") else body).decode()
+
+    def files(self) -> dict[str, list[dict]]:
+        return {n: parse_dms_csv(self.text(n), n) for n in self.names()}
+
+    def headers(self) -> dict[str, list[str]]:
+        return {n: self.text(n).split("\n", 1)[0].split(",") for n in self.names()}
+
+    def rows(self) -> list[dict]:
+        return [r for rows in self.files().values() for r in rows]
+
+    def streaming(self) -> bool:
+        return self.emitter.state.get("phase") == "streaming"
+
+    def wait(self, check: Callable[[], object], what: str) -> None:
+        try:
+            wait_for(lambda: check() or self.errors, what=what)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; emitter log: {self.log[-10:]}") from None
+        assert not self.errors, self.errors
+
+
+@pytest.fixture
+def emit(postgres, tmp_path: Path) -> Iterator[Callable[..., Run]]:
+    runs: list[tuple[Run, str, str]] = []
+
+    def start(table: str, key: str = "id", mappings: dict | None = None,
+              schema: str = "public", wait: bool = True, **changes: object) -> Run:
+        tag = uuid.uuid4().hex[:8]
+        cfg = dataclasses.replace(
+            EmitterConfig.from_env({settings.ENV_PG_DSN: postgres.dsn,
+                                    settings.ENV_STATE_DIR: str(tmp_path / tag),
+                                    settings.ENV_BATCH_INTERVAL: "0.2"}),
+            schema=schema, table=table, key=key, slot=f"fid_{tag}", publication=f"fid_{tag}",
+            mappings=TableMappings.parse(mappings) if mappings else None, **changes)
+        log: list[str] = []
+        files = LocalDirSink(tmp_path / tag / "files")
+        run = Run(Emitter(cfg, files, log=log.append), files.child(f"{schema}/{table}"),
+                  None, [], log)  # type: ignore[arg-type]
+
+        def target() -> None:
+            try:
+                run.emitter.run()
+            except BaseException as exc:  # noqa: BLE001 - the test thread asserts on it
+                run.errors.append(exc)
+        run.thread = threading.Thread(target=target, daemon=True)
+        run.thread.start()
+        runs.append((run, cfg.slot, cfg.publication))
+        if wait:
+            wait_for(lambda: run.streaming() or run.errors, what="the full load")
+        return run
+
+    yield start
+    with psycopg.connect(postgres.dsn, autocommit=True) as conn:
+        for run, slot, publication in runs:
+            run.emitter.stop()
+            run.thread.join(timeout=30)
+            # the walsender may hold the slot a moment after the emitter disconnects
+            wait_for(lambda slot=slot: not conn.execute(
+                "SELECT 1 FROM pg_replication_slots WHERE slot_name = %s AND active",
+                (slot,)).fetchone(), what=f"slot {slot} to be released")
+            conn.execute("SELECT pg_drop_replication_slot(slot_name) FROM "
+                         "pg_replication_slots WHERE slot_name = %s", (slot,))
+            for name in (publication, inserts_publication(publication)):
+                conn.execute(f'DROP PUBLICATION IF EXISTS "{name}"')
+
+
+def sql(dsn: str, *statements: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for s in statements:
+            conn.execute(s)
+
+
+def fresh_table(dsn: str, ddl: str) -> str:
+    name = f"fid_{uuid.uuid4().hex[:8]}"
+    sql(dsn, ddl.format(name=name))
+    return name
+
+
