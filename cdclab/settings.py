@@ -135,6 +135,7 @@ class DmsSettings:
     # More S3 target settings (CHAP_Target.S3), AWS's defaults
     rfc4180: bool = True
     quote_empty_strings: bool = True  # the lab's choice; see docs/dms-fidelity.md
+    change_seq_layout: str = "dms"  # dms | lsn (dms_emitter/change_seq.py)
     compression_type: str = "NONE"
     cdc_inserts_only: bool = False
     cdc_inserts_and_updates: bool = False

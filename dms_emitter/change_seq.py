@@ -1,8 +1,10 @@
-"""The change sequence, like DMS AR_H_CHANGE_SEQ: orders every change, replays included.
+"""The change sequence ($AR_H_CHANGE_SEQ): orders every change, replays included.
 
-A fixed-width 35-digit decimal string: 20 digits of commit LSN, then 15 digits of the
-change's position in its transaction. Fixed width makes string order equal numeric order.
-Full-load rows use LSN 0 and their row number, so they sort before every CDC change.
+Two layouts, both fixed-width 35-digit decimal strings (string order = numeric order):
+DMS's (the default, below), and the lab's "lsn" layout: 20 digits of commit LSN, then
+15 digits of the change's position in its transaction, which orders by commit even if
+the source's clock steps back. Full-load rows: DMS leaves the column empty; the lsn
+layout gives them the slot's consistent point minus one and their row number.
 """
 
 from __future__ import annotations
@@ -35,3 +37,28 @@ def split_change_seq(seq: str) -> tuple[int, int]:
     if len(seq) != WIDTH or not seq.isdigit():
         raise ValueError(f"change_seq {seq!r} is not {WIDTH} decimal digits")
     return int(seq[:LSN_DIGITS]), int(seq[LSN_DIGITS:])
+
+
+# --- DMS's layout --------------------------------------------------------------------
+# $AR_H_CHANGE_SEQ as Qlik Replicate (DMS's engine) documents it: YYYYMMDDHHmmSShh, the
+# commit time to the hundredth, then a 19-digit zero-prefixed change number. AWS says only
+# "a timestamp and an auto-incrementing number". The lab's change number is the change's
+# own WAL position: unique, and for one row always in commit order (a second transaction
+# can change a row only after the first committed, so its change lies later in the WAL).
+# A multi-row WAL record (COPY) gives several changes one position: they take the next
+# numbers, still inside the record (every tuple in it takes more than a byte).
+LAYOUT_DMS, LAYOUT_LSN = "dms", "lsn"
+LAYOUTS = (LAYOUT_DMS, LAYOUT_LSN)
+COUNTER_DIGITS = 19
+MAX_COUNTER = 10**COUNTER_DIGITS - 1
+
+
+def dms_change_seq(commit_time_us: int, change_number: int) -> str:
+    """`commit_time_us`: microseconds since 2000-01-01 UTC (pgoutput's commit time)."""
+    from dms_emitter.pgoutput import pg_timestamp
+
+    if not 0 <= change_number <= MAX_COUNTER:
+        raise ValueError(f"change number {change_number} out of range 0..{MAX_COUNTER}")
+    moment = pg_timestamp(commit_time_us)
+    return (f"{moment:%Y%m%d%H%M%S}{moment.microsecond // 10_000:02d}"
+            f"{change_number:0{COUNTER_DIGITS}d}")

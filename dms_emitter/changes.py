@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from dms_emitter import pgoutput as pg
 from dms_emitter.batching import Segment, Transaction
-from dms_emitter.change_seq import change_seq
+from dms_emitter.change_seq import LAYOUT_DMS, LAYOUTS, change_seq, dms_change_seq
 from dms_emitter.dms_csv import (
     OP_DELETE,
     OP_INSERT,
@@ -100,6 +100,7 @@ class _Open:
     runs: list[tuple[str, tuple[str, ...], list[str]]] = field(default_factory=list)
     last_run: dict[str, int] = field(default_factory=dict)  # folder -> index in runs
     count: int = 0
+    number: int = -1  # the last change number given (DMS layout)
     prefixes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # by Op
 
     def add(self, folder: str, header: tuple[str, ...], line: str) -> None:
@@ -125,6 +126,7 @@ class ChangeBuilder:
         on_schema_change: Callable[[SchemaChange], None] = lambda _c: None,
         fail_on_lob_truncation: bool = False,
         on_row: RowSink | None = None,
+        seq_layout: str = LAYOUT_DMS,
     ) -> None:
         if pk_update not in PK_UPDATE_MODES:
             raise ValueError(f"pk_update {pk_update!r}: expected one of {PK_UPDATE_MODES}")
@@ -132,7 +134,11 @@ class ChangeBuilder:
             raise ValueError(f"unchanged_toast {unchanged_toast!r}: expected one of "
                              f"{TOAST_MODES}")
         self.specs = {(t.plan.schema, t.plan.table): t for t in tables}
+        if seq_layout not in LAYOUTS:
+            raise ValueError(f"change_seq_layout {seq_layout!r}: expected one of {LAYOUTS}")
         self.fmt, self.warn = fmt or CsvFormat(), warn
+        self.dms_layout = seq_layout == LAYOUT_DMS
+        self._lsn: int | None = None  # WAL position of the change being fed
         self._ops, self._op_column = self.fmt.cdc_ops, self.fmt.cdc_op_column
         self.types, self.options = types, options or RenderOptions()
         self.pk_update, self.unchanged_toast, self.lookup = pk_update, unchanged_toast, lookup
@@ -160,7 +166,10 @@ class ChangeBuilder:
     def in_transaction(self) -> bool:
         return self._txn is not None
 
-    def feed(self, msg: pg.PgOutputMessage) -> Transaction | None:
+    def feed(self, msg: pg.PgOutputMessage, lsn: int | None = None) -> Transaction | None:
+        """`lsn`: the message's WAL position (XLogData's start), which numbers the change
+        in DMS's layout; without it, the transaction's commit position and the count."""
+        self._lsn = lsn
         if isinstance(msg, pg.Relation):
             self._relation(msg)
         elif isinstance(msg, pg.Begin):
@@ -299,7 +308,12 @@ class ChangeBuilder:
             ts = format_ts(pg.pg_timestamp(txn.commit_ts))
             prefix = txn.prefixes[op] = tuple(self.fmt.fields(
                 op if self._op_column else None, ts, ()))
-        seq = change_seq(txn.final_lsn, txn.count)
+        if self.dms_layout:
+            position = self._lsn if self._lsn is not None else txn.final_lsn + txn.count
+            txn.number = max(position, txn.number + 1)  # one WAL record, several rows
+            seq = dms_change_seq(txn.commit_ts, txn.number)
+        else:
+            seq = change_seq(txn.final_lsn, txn.count)
         if table.plain:  # every column kept, the change sequence added: the usual case
             row = (*prefix, *values, seq)
         else:

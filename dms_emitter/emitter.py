@@ -26,7 +26,7 @@ from cdclab.atomic import write_json
 from dms_emitter import pgoutput as pg
 from dms_emitter import replication as repl
 from dms_emitter.batching import Batcher
-from dms_emitter.change_seq import full_load_seq
+from dms_emitter.change_seq import LAYOUT_DMS, LAYOUT_LSN, full_load_seq
 from dms_emitter.changes import ChangeBuilder, TableSpec, lob_truncated
 from dms_emitter.dms_csv import (
     OP_INSERT,
@@ -76,6 +76,7 @@ class EmitterConfig:
     fail_on_lob_truncation: bool = False
     migration_type: str = "full-load-and-cdc"
     selection_check_s: float = SELECTION_CHECK_S
+    seq_layout: str = LAYOUT_DMS
 
     def __post_init__(self) -> None:
         if self.migration_type not in MIGRATION_TYPES:
@@ -111,7 +112,8 @@ class EmitterConfig:
                    CsvFormat.from_settings(d), interval, int(size_kb * 1024),
                    d.max_file_size_kb * 1024, render, d.pk_update_handling,
                    d.unchanged_toast, d.use_task_start_time_for_full_load_timestamp, mappings,
-                   d.fail_tasks_on_lob_truncation, d.migration_type)
+                   d.fail_tasks_on_lob_truncation, d.migration_type,
+                   seq_layout=d.change_seq_layout)
 
     @property
     def qualified(self) -> str:
@@ -231,6 +233,13 @@ class Emitter:
         cfg = self.cfg
         known = self.state.setdefault("tables", {})
         names = {t.plan.qualified for t in self.selected}
+        reloaded = [q for q in self.published_now if q in known]
+        if reloaded and cfg.seq_layout == LAYOUT_DMS:
+            self.log(f"WARNING: {reloaded} had left the publication and are loaded again. "
+                     "Their full-load rows carry no change sequence (as with DMS), so the "
+                     "job orders them before every change it already holds: rows changed "
+                     "while unpublished keep their old values in silver until changed "
+                     "again. change_seq_layout = \"lsn\" orders the reload after them.")
         for gone in sorted(set(known) - names):
             self.log(f"{gone} is no longer selected: its files stay, no new ones are written")
             del known[gone]
@@ -359,10 +368,14 @@ class Emitter:
         # UseTaskStartTimeForFullLoadTimestamp: the task's start for every row; else "the
         # full load timestamp ... increments with the time data arrives at the target"
         started = self.started_at if cfg.task_start_time_for_full_load else None
+
+        def load_seq(n: int) -> str | None:  # DMS leaves $AR_H_CHANGE_SEQ empty
+            return full_load_seq(n, consistent_lsn) if cfg.seq_layout == LAYOUT_LSN else None
+
         op = OP_INSERT if cfg.fmt.op_for_full_load else None
         lines = (encode_line(cfg.fmt.fields(
                     op, format_ts(started or datetime.now(UTC)),
-                    plan.row(kept, renderer.row(values), full_load_seq(n, consistent_lsn))),
+                    plan.row(kept, renderer.row(values), load_seq(n))),
                     cfg.fmt)
                  for n, values in enumerate(rows, start=1))
         head = (encode_line(cfg.fmt.header(header, op is not None), cfg.fmt).encode()
@@ -424,7 +437,7 @@ class Emitter:
             pk_update=cfg.pk_update, unchanged_toast=cfg.unchanged_toast,
             lookup=lambda plan, key, cols: self.look_up(reader, plan, key, cols),
             on_schema_change=self.schema_changed,
-            fail_on_lob_truncation=cfg.fail_on_lob_truncation,
+            fail_on_lob_truncation=cfg.fail_on_lob_truncation, seq_layout=cfg.seq_layout,
             on_row=lambda folder, header, line: batcher.add_row(folder, header, line,
                                                                 time.monotonic()))
         self.folders = {t.plan.folder: t.plan.qualified for t in self.selected}
@@ -449,7 +462,7 @@ class Emitter:
                         conn.send_status(confirmed)
                         last_status = time.monotonic()
                     continue
-                txn = builder.feed(pg.decode(item.payload))
+                txn = builder.feed(pg.decode(item.payload), item.start_lsn)
                 if txn is not None:
                     seen_end = max(seen_end, txn.end_lsn)
                 if batcher.size_reached():  # mid-read: a huge transaction stays bounded
