@@ -41,6 +41,9 @@ class CsvFormat:
     # written empty) or empty (Rfc4180's documented rule quotes only quotes, commas
     # and newlines: with CsvNullValue "" DMS cannot tell NULL from '').
     quote_empty: bool = True
+    # Rfc4180 false: no quoting at all, values written as they are (a delimiter or a
+    # newline inside one then ends it, as the S3 settings page says of a source)
+    rfc4180: bool = True
 
     @property
     def suffix(self) -> str:
@@ -55,9 +58,6 @@ class CsvFormat:
         if dms.data_format != "csv":
             raise ValueError(f"pipeline.toml [dms] data_format={dms.data_format!r}: the "
                              "emitter writes csv only (parquet is not implemented yet)")
-        if not dms.rfc4180:
-            raise ValueError("pipeline.toml [dms] rfc4180=false: not implemented (the "
-                             "emitter always quotes like Rfc4180=true, DMS's default)")
         if dms.cdc_inserts_only and dms.cdc_inserts_and_updates:
             raise ValueError("pipeline.toml [dms]: cdc_inserts_only and "
                              "cdc_inserts_and_updates can't both be true (DMS refuses it)")
@@ -75,7 +75,8 @@ class CsvFormat:
         return cls(dms.timestamp_column_name, dms.change_seq_column, dms.csv_delimiter,
                    dms.csv_row_delimiter, dms.csv_null_value, dms.add_column_name,
                    dms.include_op_for_full_load, ops,
-                   dms.compression_type.upper() == "GZIP", dms.quote_empty_strings)
+                   dms.compression_type.upper() == "GZIP", dms.quote_empty_strings,
+                   dms.rfc4180)
 
     @property
     def cdc_op_column(self) -> bool:
@@ -114,6 +115,8 @@ def format_ts(moment: datetime) -> str:
 def encode_field(value: str | None, fmt: CsvFormat = CsvFormat()) -> str:
     if value is None:
         return fmt.null_value
+    if not fmt.rfc4180:
+        return value
     if value == "":
         return '""' if fmt.quote_empty else ""
     if (fmt.delimiter in value or '"' in value or "\n" in value or "\r" in value):
@@ -124,6 +127,8 @@ def encode_field(value: str | None, fmt: CsvFormat = CsvFormat()) -> str:
 def encode_line(fields: Iterable[str | None], fmt: CsvFormat = CsvFormat()) -> str:
     # encode_field inlined: this runs for every field of every change
     d, null, empty = fmt.delimiter, fmt.null_value, '""' if fmt.quote_empty else ""
+    if not fmt.rfc4180:
+        return d.join(null if v is None else v for v in fields) + fmt.row_delimiter
     out = []
     for v in fields:
         if v is None:

@@ -46,7 +46,8 @@ def replay(files: dict[str, list[dict]]) -> dict[str, dict]:
     """The table the files describe: apply every change in change_seq order (dups harmless).
     Full-load rows have no change sequence (as with DMS): they come first."""
     table: dict[str, dict] = {}
-    changes = sorted((r for rows in files.values() for r in rows), key=lambda r: r["change_seq"] or "")
+    changes = sorted((r for rows in files.values() for r in rows),
+                     key=lambda r: r["change_seq"] or "")
     for r in changes:
         if r["Op"] == "D":
             table.pop(r["id"], None)

@@ -17,6 +17,7 @@ from dms_emitter.dms_csv import (
     DmsRow,
     cdc_file_name,
     encode_file,
+    encode_line,
     encode_row,
     format_ts,
     load_file_name,
@@ -120,7 +121,6 @@ def test_layout_settings_follow_the_s3_target() -> None:
 
 @pytest.mark.parametrize(("changes", "named"), [
     ({"data_format": "parquet"}, "data_format"),
-    ({"rfc4180": False}, "rfc4180"),
     ({"cdc_inserts_only": True, "cdc_inserts_and_updates": True}, "cdc_inserts_only"),
     ({"csv_null_value": 'a"b'}, "csv_null_value"),
 ])
@@ -128,3 +128,8 @@ def test_settings_not_implemented_or_invalid_fail_naming_them(changes: dict,
                                                               named: str) -> None:
     with pytest.raises(ValueError, match=named):
         layout(**changes)
+
+
+def test_rfc4180_false_writes_values_as_they_are() -> None:
+    fmt = layout(rfc4180=False)
+    assert encode_line(["a,b", 'say "hi"', "", None], fmt) == 'a,b,say "hi",,\n'
