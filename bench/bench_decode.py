@@ -60,7 +60,7 @@ def main() -> None:
     messages += [update(i) for i in range(args.changes)]
     messages.append(b"C" + struct.pack(">BQQq", 0, 200, 300, 0))
 
-    builder = one_table("public", "hosts_demo", ["id"])
+    builder = one_table("public", "hosts_demo", ["id"])  # no WAL positions: stream order
     start = time.perf_counter()
     txn = None
     for message in messages:

@@ -53,12 +53,16 @@ COUNTER_DIGITS = 19
 MAX_COUNTER = 10**COUNTER_DIGITS - 1
 
 
-def dms_change_seq(commit_time_us: int, change_number: int) -> str:
-    """`commit_time_us`: microseconds since 2000-01-01 UTC (pgoutput's commit time)."""
+def dms_time_prefix(commit_time_us: int) -> str:
+    """YYYYMMDDHHmmSShh of a pgoutput commit time (µs since 2000-01-01 UTC)."""
     from dms_emitter.pgoutput import pg_timestamp
 
+    moment = pg_timestamp(commit_time_us)
+    return f"{moment:%Y%m%d%H%M%S}{moment.microsecond // 10_000:02d}"
+
+
+def dms_change_seq(commit_time_us: int, change_number: int, prefix: str | None = None) -> str:
+    """`prefix`: dms_time_prefix(commit_time_us), when the caller has it already."""
     if not 0 <= change_number <= MAX_COUNTER:
         raise ValueError(f"change number {change_number} out of range 0..{MAX_COUNTER}")
-    moment = pg_timestamp(commit_time_us)
-    return (f"{moment:%Y%m%d%H%M%S}{moment.microsecond // 10_000:02d}"
-            f"{change_number:0{COUNTER_DIGITS}d}")
+    return f"{prefix or dms_time_prefix(commit_time_us)}{change_number:0{COUNTER_DIGITS}d}"

@@ -14,7 +14,13 @@ from dataclasses import dataclass, field
 
 from dms_emitter import pgoutput as pg
 from dms_emitter.batching import Segment, Transaction
-from dms_emitter.change_seq import LAYOUT_DMS, LAYOUTS, change_seq, dms_change_seq
+from dms_emitter.change_seq import (
+    LAYOUT_DMS,
+    LAYOUTS,
+    change_seq,
+    dms_change_seq,
+    dms_time_prefix,
+)
 from dms_emitter.dms_csv import (
     OP_DELETE,
     OP_INSERT,
@@ -101,6 +107,7 @@ class _Open:
     last_run: dict[str, int] = field(default_factory=dict)  # folder -> index in runs
     count: int = 0
     number: int = -1  # the last change number given (DMS layout)
+    time_prefix: str = ""  # DMS layout: the commit time part, the same for every row
     prefixes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # by Op
 
     def add(self, folder: str, header: tuple[str, ...], line: str) -> None:
@@ -139,6 +146,7 @@ class ChangeBuilder:
         self.fmt, self.warn = fmt or CsvFormat(), warn
         self.dms_layout = seq_layout == LAYOUT_DMS
         self._lsn: int | None = None  # WAL position of the change being fed
+        self._fallback = 0  # change numbers when no WAL positions are given
         self._ops, self._op_column = self.fmt.cdc_ops, self.fmt.cdc_op_column
         self.types, self.options = types, options or RenderOptions()
         self.pk_update, self.unchanged_toast, self.lookup = pk_update, unchanged_toast, lookup
@@ -272,7 +280,11 @@ class ChangeBuilder:
                 raise ChangeError(f"binary value in column {table.names[i]!r} of "
                                   f"{what} on {qualified}: use text format")
             elif isinstance(v, memoryview):
-                v = table.renderer.text(i, v)  # a big value, cut before it is decoded
+                try:  # a big value, cut before it is decoded
+                    v = table.renderer.text(i, v)
+                except UnicodeDecodeError as exc:
+                    raise ChangeError(f"invalid UTF-8 in column {table.names[i]!r} of "
+                                      f"{what} on {qualified}: {exc.reason}") from None
             out.append(v)  # type: ignore[arg-type]
         if missing and filled and self.unchanged_toast == TOAST_LOOKUP:
             self._look_up(table, out, missing, what)
@@ -309,9 +321,15 @@ class ChangeBuilder:
             prefix = txn.prefixes[op] = tuple(self.fmt.fields(
                 op if self._op_column else None, ts, ()))
         if self.dms_layout:
-            position = self._lsn if self._lsn is not None else txn.final_lsn + txn.count
+            if self._lsn:
+                position = self._lsn
+            else:  # fed without WAL positions (unit tests, benchmarks): stream order
+                self._fallback += 1
+                position = self._fallback
             txn.number = max(position, txn.number + 1)  # one WAL record, several rows
-            seq = dms_change_seq(txn.commit_ts, txn.number)
+            if not txn.time_prefix:
+                txn.time_prefix = dms_time_prefix(txn.commit_ts)
+            seq = dms_change_seq(txn.commit_ts, txn.number, txn.time_prefix)
         else:
             seq = change_seq(txn.final_lsn, txn.count)
         if table.plain:  # every column kept, the change sequence added: the usual case
@@ -333,12 +351,12 @@ def lob_truncated(qualified: str, max_kb: int, counts: dict[str, int],
     def truncated(column: str, size: int) -> None:
         where = f"{qualified}.{column}"
         if fail:
-            raise ChangeError(f"LOB value of {where} ({size} characters) is larger than "
+            raise ChangeError(f"LOB value of {where} (length {size}) is larger than "
                               f"LobMaxSize {max_kb} KB and fail_tasks_on_lob_truncation "
                               "is set")
         counts[where] = n = counts.get(where, 0) + 1
         if n == 1 or n % 1000 == 0:
-            warn(f"WARNING: LOB value of {where} ({size} characters) truncated to "
+            warn(f"WARNING: LOB value of {where} (length {size}) truncated to "
                  f"LobMaxSize {max_kb} KB, like DMS's limited LOB mode ({n} so far)")
     return truncated
 

@@ -51,7 +51,8 @@ class CsvFormat:
         return ".csv.gz" if self.gzip else ".csv"
 
     def compress(self, body: bytes) -> bytes:
-        return gzip.compress(body, mtime=0) if self.gzip else body
+        # level 6: about twice as fast as 9, on the one streaming thread
+        return gzip.compress(body, compresslevel=6, mtime=0) if self.gzip else body
 
     @classmethod
     def from_settings(cls, dms: DmsSettings) -> CsvFormat:

@@ -79,6 +79,9 @@ class EmitterConfig:
     seq_layout: str = LAYOUT_DMS
 
     def __post_init__(self) -> None:
+        if self.seq_layout not in (LAYOUT_DMS, LAYOUT_LSN):
+            raise SystemExit(f"dms_emitter: pipeline.toml [dms] change_seq_layout="
+                             f"{self.seq_layout!r}: expected {LAYOUT_DMS!r} or {LAYOUT_LSN!r}")
         if self.migration_type not in MIGRATION_TYPES:
             raise SystemExit(f"dms_emitter: pipeline.toml [dms] migration_type="
                              f"{self.migration_type!r}: expected one of {MIGRATION_TYPES}")
@@ -447,7 +450,8 @@ class Emitter:
         last_status = time.monotonic()
         next_check = last_status + cfg.selection_check_s
         last_saved = 0.0
-        server_end = confirmed  # the server's WAL end, from keepalives
+        server_end = confirmed  # the server's WAL end (keepalives and XLogData say it)
+        unsaved = False
         while True:
             now = time.monotonic()
             due = batcher.seconds_until_due(now)
@@ -462,26 +466,30 @@ class Emitter:
                         conn.send_status(confirmed)
                         last_status = time.monotonic()
                     continue
+                server_end = max(server_end, item.end_lsn)
                 txn = builder.feed(pg.decode(item.payload), item.start_lsn)
                 if txn is not None:
                     seen_end = max(seen_end, txn.end_lsn)
                 if batcher.size_reached():  # mid-read: a huge transaction stays bounded
                     self.write_batch(batcher, builder.last_change)
             now = time.monotonic()
-            if batcher.pending and (batcher.ready(now) or self.stopping):
+            # a stop inside a transaction writes nothing more: the slot replays it whole
+            stop_flush = self.stopping and not builder.in_transaction
+            if batcher.pending and (batcher.ready(now) or stop_flush):
                 self.write_batch(batcher, builder.last_change)
             if not batcher.pending and seen_end > confirmed:
                 confirmed = seen_end  # only now: every change up to here is in a stored file
                 conn.send_status(confirmed)
                 last_status = now
-                if now - last_saved >= STATUS_SAVE_S:  # for `cdclab status`
-                    self.save(confirmed_lsn=pg.format_lsn(confirmed),
-                              confirmed_at=datetime.now(UTC).isoformat(),
-                              slot_lag_bytes=max(server_end - confirmed, 0))
-                    last_saved = now
+                unsaved = True
             elif now - last_status >= STATUS_INTERVAL_S:
                 conn.send_status(confirmed)
                 last_status = now
+            if unsaved and (now - last_saved >= STATUS_SAVE_S or self.stopping):
+                self.save(confirmed_lsn=pg.format_lsn(confirmed),  # for `cdclab status`
+                          confirmed_at=datetime.now(UTC).isoformat(),
+                          slot_lag_bytes=max(server_end - confirmed, 0))
+                last_saved, unsaved = now, False
             if self.stopping:
                 self.log(f"stopped cleanly at {pg.format_lsn(confirmed)}")
                 return None
@@ -544,7 +552,7 @@ def compressed(out: BinaryIO, gzip_it: bool) -> Iterator[BinaryIO]:
     if not gzip_it:
         yield out
         return
-    with gzip.GzipFile(fileobj=out, mode="wb", mtime=0) as packed:
+    with gzip.GzipFile(fileobj=out, mode="wb", mtime=0, compresslevel=6) as packed:
         yield packed  # type: ignore[misc]
 
 

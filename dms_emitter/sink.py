@@ -75,11 +75,13 @@ class S3Sink:
         bounded by the part size, whatever the file's."""
         from boto3.s3.transfer import TransferConfig
 
-        with tempfile.TemporaryFile(prefix="cdclab-emitter-") as spool:
-            yield spool
-            spool.seek(0)
-            self.client.upload_fileobj(
-                spool, self.bucket, self.key(name),
+        with tempfile.NamedTemporaryFile(prefix="cdclab-emitter-") as spool:
+            yield spool  # type: ignore[misc]
+            spool.flush()
+            # from the path: parts are read from disk one at a time (a file object's
+            # parts would be buffered in memory, up to ten of them)
+            self.client.upload_file(
+                spool.name, self.bucket, self.key(name),
                 ExtraArgs={"ContentType": content_type(name)},
                 Config=TransferConfig(max_concurrency=2, multipart_chunksize=8 << 20))
 

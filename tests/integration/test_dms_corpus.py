@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import time
 import tomllib
 from pathlib import Path
 
@@ -31,10 +30,14 @@ def pattern(body: str, values: dict[str, str]) -> re.Pattern[str]:
     for i, part in enumerate(parts):
         if i % 2 == 0:
             out.append(re.escape(part))
+        elif part == "seq":
+            out.append(r"(\d{35})")  # captured: sequences must increase
         elif part in PLACEHOLDERS:
             out.append(PLACEHOLDERS[part])
-        else:
+        elif part in values:
             out.append(re.escape(values[part]))
+        else:  # not a placeholder: data such as an array literal {1}
+            out.append(re.escape("{" + part + "}"))
     return re.compile("".join(out), re.DOTALL)
 
 
@@ -56,23 +59,31 @@ def test_case(path: Path, postgres, emit) -> None:
     assert case.get("source"), f"{path.name}: name the AWS passage the case follows"
     table = fresh_table(postgres.dsn, ";\n".join(case["setup"]))
     with psycopg.connect(postgres.dsn) as conn:
-        values = {k: conn.execute(q.format(name=table)).fetchone()[0]
+        values = {k: conn.execute(q.replace("{name}", table)).fetchone()[0]
                   for k, q in case.get("values", {}).items()}
-    run = emit(table, key=case.get("key", "id"), interval_s=3.0, **settings_of(case))
+    changes = settings_of(case)
+    run = emit(table, key=case.get("key", "id"), interval_s=3.0, **changes)
     for transaction in case.get("changes", []):  # all within the 3 s batch interval
         with psycopg.connect(postgres.dsn) as conn:
             for statement in transaction:
-                conn.execute(statement.format(name=table))
+                conn.execute(statement.replace("{name}", table))
     expected = case["files"]
     run.wait(lambda: len(run.names()) >= len(expected), f"{len(expected)} files")
-    time.sleep(0.5)  # nothing more should come
+    run.emitter.stop()  # flushes whatever else would come: there must be nothing
+    run.thread.join(timeout=30)
     names = run.names()
     assert len(names) == len(expected), (names, run.log[-5:])
+    suffix = changes.get("fmt", CsvFormat()).suffix
+    sequences: list[str] = []
     for name, want in zip(names, expected, strict=True):
         if want["name"] == "cdc":
-            assert re.fullmatch(r"\d{8}-\d{9}\.csv(\.gz)?", name), name
+            assert re.fullmatch(r"\d{8}-\d{9}" + re.escape(suffix), name), name
         else:
             assert name == want["name"]
         got = run.text(name)
-        assert pattern(want["body"], values).fullmatch(got), (
-            f"{path.name}: {name} differs\n--- expected\n{want['body']}--- got\n{got}")
+        match = pattern(want["body"], values).fullmatch(got)
+        assert match, f"{path.name}: {name} differs\n--- expected\n{want['body']}--- got\n{got}"
+        if not name.startswith("LOAD"):
+            sequences += match.groups()
+    # CDC rows in file order: every sequence new and greater than the one before
+    assert sequences == sorted(set(sequences)), sequences

@@ -119,8 +119,10 @@ def sql(dsn: str, *statements: str) -> None:
 
 
 def fresh_table(dsn: str, ddl: str) -> str:
+    """A new table named fid_<random>: `{name}` in the DDL is replaced by it (only that:
+    other braces, JSON or arrays, stay)."""
     name = f"fid_{uuid.uuid4().hex[:8]}"
-    sql(dsn, ddl.format(name=name))
+    sql(dsn, ddl.replace("{name}", name))
     return name
 
 

@@ -111,7 +111,7 @@ def test_status_shows_the_emitter_per_table_and_its_newest_schema_change() -> No
 
 def test_cdc_inserts_only_writes_inserts_without_op_and_keeps_sequence_stable() -> None:
     fmt = CsvFormat(op_for_full_load=False, cdc_ops=("I",), timestamp_column="")
-    b = one_table("public", "t", ["id"], fmt)
+    b = one_table("public", "t", ["id"], fmt, seq_layout="lsn")
     b.feed(relation(("id", INT4), ("a", TEXT)))
     b.feed(pg.Begin(100, 0, 1))
     b.feed(pg.Insert(7, ("1", "x")))
@@ -120,7 +120,7 @@ def test_cdc_inserts_only_writes_inserts_without_op_and_keeps_sequence_stable() 
     txn = b.feed(pg.Commit(0, 100, 120, 0))
     assert txn is not None
     assert [line.split(",")[:2] for line in txn.lines] == [["1", "x"], ["2", "z"]]
-    assert txn.lines[1].rstrip().endswith("3")  # the update took position 2
+    assert txn.lines[1].rstrip().endswith("3")  # lsn layout: the update took position 2
 
 
 def test_a_key_is_compared_as_sent_not_as_rendered() -> None:
