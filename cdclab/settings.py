@@ -151,6 +151,7 @@ class DmsSettings:
     unchanged_toast: str = "lookup"  # lookup | null
     bytea_format: str = "hex"  # hex | base64 | postgres
     timestamptz_time_zone: str = "UTC"
+    interval_style: str = "postgres"  # PostgreSQL's IntervalStyle for interval values
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,10 @@ class EmitterConfig:
         if self.seq_layout not in (LAYOUT_DMS, LAYOUT_LSN):
             raise SystemExit(f"dms_emitter: pipeline.toml [dms] change_seq_layout="
                              f"{self.seq_layout!r}: expected {LAYOUT_DMS!r} or {LAYOUT_LSN!r}")
+        try:
+            self.session  # noqa: B018 - validates the time zone and interval style
+        except repl.ReplicationError as exc:
+            raise SystemExit(f"dms_emitter: pipeline.toml [dms]: {exc}") from None
         if self.migration_type not in MIGRATION_TYPES:
             raise SystemExit(f"dms_emitter: pipeline.toml [dms] migration_type="
                              f"{self.migration_type!r}: expected one of {MIGRATION_TYPES}")
@@ -101,7 +105,8 @@ class EmitterConfig:
                                 or settings.LAB_BATCH_SIZE_KB))
         d = p.dms
         render = RenderOptions(d.trim_space_in_char, d.map_unbounded_numeric_as_string,
-                               d.bytea_format, d.timestamptz_time_zone, d.lob_max_size_kb)
+                               d.bytea_format, d.timestamptz_time_zone, d.lob_max_size_kb,
+                               d.interval_style)
         mappings = None
         if p.source.table_mappings:
             path = settings.REPO_ROOT / p.source.table_mappings
@@ -121,6 +126,11 @@ class EmitterConfig:
     @property
     def qualified(self) -> str:
         return f"{self.schema}.{self.table}"
+
+    @property
+    def session(self) -> str:
+        """The source sessions' pinned output settings (replication.session_options)."""
+        return repl.session_options(self.render.time_zone, self.render.interval_style)
 
     def table_mappings(self) -> TableMappings:
         return self.mappings or TableMappings.parse(
@@ -210,7 +220,7 @@ class Emitter:
                 repl.drop_slot(admin, cfg.slot)
             if streaming:
                 self.follow_selection(admin)
-        conn = repl.ReplicationConnection(cfg.dsn, cfg.render.time_zone)
+        conn = repl.ReplicationConnection(cfg.dsn, cfg.session)
         try:
             if not streaming:
                 self.save(phase=PHASE_FULL_LOAD, last_file=None, tables={})
@@ -367,7 +377,7 @@ class Emitter:
             plan.qualified, cfg.render.lob_max_size_kb, {}, self.log,
             cfg.fail_on_lob_truncation))
         rows = repl.snapshot_rows(cfg.dsn, snapshot, plan.schema, plan.table, names,
-                                  table.key, cfg.render.time_zone)
+                                  table.key, cfg.session)
         # UseTaskStartTimeForFullLoadTimestamp: the task's start for every row; else "the
         # full load timestamp ... increments with the time data arrives at the target"
         started = self.started_at if cfg.task_start_time_for_full_load else None
@@ -418,7 +428,7 @@ class Emitter:
         cfg = self.cfg
         with psycopg.connect(cfg.dsn, autocommit=True) as admin:
             confirmed = repl.slot_confirmed_lsn(admin, cfg.slot) or 0
-        reader = repl.SourceReader(cfg.dsn, cfg.render.time_zone)
+        reader = repl.SourceReader(cfg.dsn, cfg.session)
         try:
             return self._stream(conn, reader, confirmed)
         finally:

@@ -15,14 +15,19 @@ from psycopg.types.string import StrDumperUnknown, TextLoader
 from dms_emitter import pgoutput as pg
 from dms_emitter.source_types import PgType, SourceColumn, builtin
 
+INTERVAL_STYLES = ("postgres", "postgres_verbose", "sql_standard", "iso_8601")
 
-def session_options(time_zone: str = "UTC") -> str:
+
+def session_options(time_zone: str = "UTC", interval_style: str = "postgres") -> str:
     """Output functions depend on these settings: they are pinned on every connection
     whose text the emitter renders (the walsender's pgoutput and the full-load reader),
     so both print the same forms whatever the server's or role's defaults are."""
     if not re.fullmatch(r"[A-Za-z0-9_+\-/]+", time_zone):
         raise ReplicationError(f"time zone {time_zone!r} is not a zone name")
-    return (f"-c TimeZone={time_zone} -c DateStyle=ISO,MDY -c IntervalStyle=postgres "
+    if interval_style not in INTERVAL_STYLES:
+        raise ReplicationError(f"interval style {interval_style!r}: expected one of "
+                               f"{INTERVAL_STYLES}")
+    return (f"-c TimeZone={time_zone} -c DateStyle=ISO,MDY -c IntervalStyle={interval_style} "
             "-c extra_float_digits=1 -c bytea_output=hex -c lc_monetary=C")
 
 
@@ -230,11 +235,11 @@ def describe_types(conn: psycopg.Connection,
 
 
 def snapshot_rows(dsn: str, snapshot: str, schema: str, table: str, columns: list[str],
-                  order_by: Sequence[str], time_zone: str = "UTC",
+                  order_by: Sequence[str], session: str = "",
                   ) -> Iterator[tuple[str | None, ...]]:
     """All rows as of the exported snapshot, each value its output-function text (the
     same text pgoutput sends for it)."""
-    with psycopg.connect(dsn, autocommit=True, options=session_options(time_zone),
+    with psycopg.connect(dsn, autocommit=True, options=session or session_options(),
                          context=raw_text_adapters()) as conn:
         conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot)))
@@ -254,8 +259,9 @@ class SourceReader:
     """The stream's side connection to the source: type descriptions for Relation
     messages and the current row by key (the lookup of unchanged TOAST values)."""
 
-    def __init__(self, dsn: str, time_zone: str = "UTC") -> None:
-        self.conn = psycopg.connect(dsn, autocommit=True, options=session_options(time_zone),
+    def __init__(self, dsn: str, session: str = "") -> None:
+        self.conn = psycopg.connect(dsn, autocommit=True,
+                                    options=session or session_options(),
                                     context=raw_text_adapters())
         self._types: dict[tuple[int, int], PgType] = {}
 
@@ -286,9 +292,9 @@ class SourceReader:
 class ReplicationConnection:
     """A `replication=database` connection: slot creation and the pgoutput stream."""
 
-    def __init__(self, dsn: str, time_zone: str = "UTC") -> None:
+    def __init__(self, dsn: str, session: str = "") -> None:
         self.conn = psycopg.connect(dsn, autocommit=True, replication="database",
-                                    options=session_options(time_zone))
+                                    options=session or session_options())
         self.pgconn = self.conn.pgconn
 
     def close(self) -> None:

@@ -64,6 +64,9 @@ class RenderOptions:
     # Task setting LobMaxSize (KB): longer LOB values are truncated. The unit DMS counts
     # in is not documented; the lab counts UTF-8 bytes (bytea: binary bytes).
     lob_max_size_kb: int = DEFAULT_LOB_MAX_SIZE_KB
+    # Not documented by AWS: how INTERVAL (a STRING(128)) is spelled. PostgreSQL's
+    # IntervalStyle prints it: postgres | postgres_verbose | sql_standard | iso_8601.
+    interval_style: str = "postgres"
 
     def __post_init__(self) -> None:
         if self.bytea_format not in BYTEA_FORMATS:

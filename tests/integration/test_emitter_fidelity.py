@@ -278,3 +278,13 @@ def test_gzip_compression_writes_csv_gz_files(postgres, emit) -> None:
     names = run.names()
     assert names[0] == "LOAD00000001.csv.gz" and names[1].endswith(".csv.gz")
     assert [(r["Op"], r["id"], r["a"]) for r in run.rows()] == [("I", "1", "x"), ("I", "2", "y")]
+
+
+def test_interval_style_setting_spells_intervals(postgres, emit) -> None:
+    """Not documented by AWS: the setting picks one of PostgreSQL's interval styles."""
+    table = fresh_table(postgres.dsn, "CREATE TABLE {name} (id int PRIMARY KEY, i interval)")
+    sql(postgres.dsn, f"INSERT INTO {table} VALUES (1, '1 year 2 mons 3 days 04:05:06')")
+    run = emit(table, render=RenderOptions(interval_style="iso_8601"))
+    sql(postgres.dsn, f"INSERT INTO {table} VALUES (2, '1 day')")
+    run.wait(lambda: len(run.rows()) == 2, "the CDC row")
+    assert [r["i"] for r in run.rows()] == ["P1Y2M3DT4H5M6S", "P1D"]
