@@ -60,7 +60,8 @@ class Batch:
     rows: int = 0
     opened_at: float = 0.0
 
-    def add(self, folder: str, header: tuple[str, ...], line: str, size: int) -> None:
+    def add(self, folder: str, header: tuple[str, ...], line: str, size: int = 0) -> None:
+        """`size`: the line's bytes, when the caller counts them (the batcher does)."""
         i = self.last.get(folder)
         if i is None or self.runs[i][1] != header:
             self.last[folder] = i = len(self.runs)
@@ -68,10 +69,6 @@ class Batch:
         self.runs[i][2].append(line)
         self.size += size
         self.rows += 1
-
-    @property
-    def lines(self) -> list[str]:
-        return [line for _, _, lines in self.runs for line in lines]
 
     def files(self) -> list[Segment]:
         return [Segment(folder, header, tuple(lines)) for folder, header, lines in self.runs]

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from dms_emitter import pgoutput as pg
-from dms_emitter.batching import Segment, Transaction
+from dms_emitter.batching import Batch, Transaction
 from dms_emitter.change_seq import (
     LAYOUT_DMS,
     LAYOUTS,
@@ -103,22 +103,11 @@ class _Table:
 class _Open:
     final_lsn: int
     commit_ts: int
-    runs: list[tuple[str, tuple[str, ...], list[str]]] = field(default_factory=list)
-    last_run: dict[str, int] = field(default_factory=dict)  # folder -> index in runs
+    rows: Batch = field(default_factory=Batch)  # when no on_row takes them as they come
     count: int = 0
     number: int = -1  # the last change number given (DMS layout)
     time_prefix: str = ""  # DMS layout: the commit time part, the same for every row
     prefixes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # by Op
-
-    def add(self, folder: str, header: tuple[str, ...], line: str) -> None:
-        i = self.last_run.get(folder)
-        if i is None or self.runs[i][1] != header:
-            self.last_run[folder] = i = len(self.runs)
-            self.runs.append((folder, header, []))
-        self.runs[i][2].append(line)
-
-    def segments(self) -> list[Segment]:
-        return [Segment(folder, header, tuple(lines)) for folder, header, lines in self.runs]
 
 
 class ChangeBuilder:
@@ -184,7 +173,7 @@ class ChangeBuilder:
             self._txn = _Open(msg.final_lsn, msg.commit_ts)
         elif isinstance(msg, pg.Commit):
             txn, self._txn = self._require_txn("Commit"), None
-            return Transaction.of_segments(msg.commit_lsn, msg.end_lsn, txn.segments())
+            return Transaction.of_segments(msg.commit_lsn, msg.end_lsn, txn.rows.files())
         elif isinstance(msg, pg.Insert | pg.Update | pg.Delete):
             table = self._tables.get(msg.relation_oid)
             if table is not None:
@@ -341,7 +330,7 @@ class ChangeBuilder:
         if self.on_row is not None:
             self.on_row(table.folder, table.header, line)
         else:
-            txn.add(table.folder, table.header, line)
+            txn.rows.add(table.folder, table.header, line)
 
 
 def lob_truncated(qualified: str, max_kb: int, counts: dict[str, int],

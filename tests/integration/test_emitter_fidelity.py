@@ -162,6 +162,18 @@ def test_a_publication_missing_the_table_gets_it(postgres, emit) -> None:
     run.wait(lambda: len(run.rows()) == 1, what="the insert")
 
 
+def whole_schema(schema: str, *rules: dict) -> dict:
+    """Table mappings: every table of `schema`, `rules`, then the change_seq column."""
+    locator = {"schema-name": schema, "table-name": "%"}
+    return {"rules": [
+        {"rule-type": "selection", "rule-id": "1", "rule-name": "all",
+         "object-locator": locator, "rule-action": "include"},
+        *rules,
+        {"rule-type": "transformation", "rule-id": "seq", "rule-name": "seq",
+         "rule-target": "column", "object-locator": locator, "rule-action": "add-column",
+         "value": "change_seq", "expression": "$AR_H_CHANGE_SEQ"}]}
+
+
 def test_table_mappings_select_many_tables_each_in_its_own_folder(postgres, emit) -> None:
     schema = f"fid_{uuid.uuid4().hex[:8]}"
     sql(postgres.dsn, f"CREATE SCHEMA {schema}",
@@ -174,9 +186,8 @@ def test_table_mappings_select_many_tables_each_in_its_own_folder(postgres, emit
         f"INSERT INTO {schema}.items VALUES (1, 'pen', 'x')",
         f"INSERT INTO {schema}.items_archive VALUES (1)")
     locator = {"schema-name": schema, "table-name": "%"}
-    mappings = {"rules": [
-        {"rule-type": "selection", "rule-id": "1", "rule-name": "all",
-         "object-locator": locator, "rule-action": "include"},
+    mappings = whole_schema(
+        schema,
         {"rule-type": "selection", "rule-id": "2", "rule-name": "no-archive",
          "object-locator": {**locator, "table-name": "%_archive"}, "rule-action": "exclude"},
         {"rule-type": "transformation", "rule-id": "3", "rule-name": "goods",
@@ -184,11 +195,7 @@ def test_table_mappings_select_many_tables_each_in_its_own_folder(postgres, emit
          "rule-action": "rename", "value": "goods"},
         {"rule-type": "transformation", "rule-id": "4", "rule-name": "drop-secret",
          "rule-target": "column", "rule-action": "remove-column",
-         "object-locator": {**locator, "table-name": "items", "column-name": "secret"}},
-        {"rule-type": "transformation", "rule-id": "5", "rule-name": "seq",
-         "rule-target": "column", "object-locator": locator, "rule-action": "add-column",
-         "value": "change_seq", "expression": "$AR_H_CHANGE_SEQ"},
-    ]}
+         "object-locator": {**locator, "table-name": "items", "column-name": "secret"}})
     run = emit("items", mappings=mappings, schema=schema)
     assert not run.errors, run.log
     root = run.emitter.sink.root  # type: ignore[attr-defined]
@@ -227,14 +234,7 @@ def test_tables_selected_while_streaming_are_picked_up_and_dropped_ones_end(post
     sql(postgres.dsn, f"CREATE SCHEMA {schema}",
         f"CREATE TABLE {schema}.first (id int PRIMARY KEY, a text)",
         f"INSERT INTO {schema}.first VALUES (1, 'x')")
-    locator = {"schema-name": schema, "table-name": "%"}
-    mappings = {"rules": [
-        {"rule-type": "selection", "rule-id": "1", "rule-name": "all",
-         "object-locator": locator, "rule-action": "include"},
-        {"rule-type": "transformation", "rule-id": "2", "rule-name": "seq",
-         "rule-target": "column", "object-locator": locator, "rule-action": "add-column",
-         "value": "change_seq", "expression": "$AR_H_CHANGE_SEQ"}]}
-    run = emit("first", mappings=mappings, schema=schema, selection_check_s=0.5)
+    run = emit("first", mappings=whole_schema(schema), schema=schema, selection_check_s=0.5)
     slot_before = read_state(run.emitter.cfg.state_path)["tables"]
     assert list(slot_before) == [f"{schema}.first"]
     sql(postgres.dsn, f"CREATE TABLE {schema}.second (id int PRIMARY KEY, b text)",
