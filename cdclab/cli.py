@@ -114,7 +114,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             "catalog_uri": env.get(settings.ENV_CATALOG_URI),
             "env_file": str(Path(rt.where) / "cdclab.env") if rt.name == "embedded" else None,
             "emitter": emitter_summary(rt.emitter_state()),
-        }, indent=2))
+            "quarantine": quarantine_summary(env, STATUS_REASONS),
+        }, indent=2, default=str))
     else:
         print(f"runtime: {rt.name} ({rt.where})")
         print(f"{'service':<14}{'state':<10}{'health':<10}{'pid':<9}address")
@@ -128,8 +129,38 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"s3:       {env.get(settings.ENV_S3_ENDPOINT)}")
         for line in emitter_lines(emitter_summary(rt.emitter_state())):
             print(line)
+        if env:
+            from cdclab.quarantine import lines
+
+            print()
+            for line in lines(quarantine_summary(env, STATUS_REASONS), STATUS_REASONS):
+                print(line)
     all_up = all(s.running and s.healthy for s in statuses)
     return 0 if all_up else 3
+
+
+STATUS_REASONS = 3  # the newest quarantine reasons status shows
+
+
+def quarantine_summary(env: dict[str, str], limit: int) -> dict:
+    from cdclab.quarantine import summary
+
+    return summary(env, limit) if env.get(settings.ENV_S3_ENDPOINT) else {}
+
+
+def cmd_quarantine(args: argparse.Namespace) -> int:
+    from cdclab.quarantine import lines
+
+    s = quarantine_summary(_runtime().env(), args.limit)
+    if args.json:
+        print(json.dumps(s, indent=2, default=str))
+    else:
+        for line in lines(s, args.limit):
+            print(line)
+        if s.get("objects"):
+            say("a quarantined object stays as it was; fix it and upload it again under "
+                "the bronze prefix (a new name) to have it read")
+    return 0
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
@@ -252,6 +283,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--show-secrets", action="store_true", help="the DSN with its password")
     p.set_defaults(func=cmd_status)
+    p = sub.add_parser("quarantine", help="objects and records set aside, with the reasons")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--limit", type=int, default=20, help="reasons shown of each kind")
+    p.set_defaults(func=cmd_quarantine)
     p = sub.add_parser("logs", help="show a service's log (all when none is named)")
     p.add_argument("service", nargs="?")
     p.add_argument("-f", "--follow", action="store_true")

@@ -166,6 +166,8 @@ class LakeSettings:
     quarantine_table: str
     catalog_name: str
     warehouse_prefix: str
+    # objects the Lambda refused land under s3://<bronze_bucket>/<quarantine_prefix>/
+    quarantine_prefix: str = "quarantine"
 
 
 @dataclass(frozen=True)
@@ -195,6 +197,10 @@ class PipelineSettings:
     @property
     def bronze_location(self) -> str:
         return f"s3://{self.lake.bronze_bucket}/{self.bronze_prefix}/"
+
+    @property
+    def quarantine_location(self) -> str:
+        return f"s3://{self.lake.bronze_bucket}/{self.lake.quarantine_prefix.strip('/')}/"
 
     @property
     def warehouse(self) -> str:

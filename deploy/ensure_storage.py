@@ -120,10 +120,7 @@ def notification_config(r: Resource) -> dict[str, Any]:
         "Events": s["Events"],
         "Filter": {
             "Key": {
-                "FilterRules": [
-                    {"Name": "prefix", "Value": s["Prefix"]},
-                    {"Name": "suffix", "Value": s["Suffix"]},
-                ]
+                "FilterRules": [{"Name": "prefix", "Value": s["Prefix"]}]
             }
         },
     }

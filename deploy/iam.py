@@ -107,10 +107,16 @@ def glue_job_policy(n: StackNames, p: PipelineSettings, *, temp_prefix: str) -> 
     )
 
 
-def lambda_policy(n: StackNames, *, job_name: str) -> Policy:
-    """Start (and look at runs of) this one Glue job; write this function's logs."""
+def lambda_policy(n: StackNames, p: PipelineSettings, *, job_name: str) -> Policy:
+    """Check new bronze objects (read), move a bad one to the quarantine prefix (write
+    there, delete in bronze); start (and look at runs of) this one Glue job; write this
+    function's logs."""
     log_group = f"arn:aws:logs:{n.region}:{n.account_id}:log-group:/aws/lambda/{n.lambda_function}"
+    quarantine = p.lake.quarantine_prefix.strip("/")
     return _doc(
+        _allow("CheckAndMoveBronzeObjects", ["s3:GetObject", "s3:DeleteObject"],
+               [_objects(n.bronze_bucket, p.bronze_prefix)]),
+        _allow("WriteQuarantine", ["s3:PutObject"], [_objects(n.bronze_bucket, quarantine)]),
         _allow(
             "StartThisJob",
             ["glue:StartJobRun", "glue:GetJobRun", "glue:GetJobRuns"],

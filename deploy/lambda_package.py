@@ -1,4 +1,5 @@
-"""The Lambda deployment zip: lambda_shim/lambda_function.py at the archive root.
+"""The Lambda deployment zip: lambda_shim/lambda_function.py and the module it imports
+(object_gate.py) at the archive root.
 
 Deterministic (fixed timestamp and permissions) so the same source always gives the
 same CodeSha256 and a second deploy sees nothing to update.
@@ -15,17 +16,20 @@ from pathlib import Path
 from deploy.options import DeployError
 
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)
+COMPANIONS = ("object_gate.py",)  # beside the handler in the repo and in the zip
 
 
-def build_zip(source: Path) -> bytes:
-    if not source.is_file():
-        raise DeployError(f"Lambda source {source} is missing: the zip packages that file")
-    info = zipfile.ZipInfo(source.name, date_time=FIXED_TIME)
-    info.external_attr = 0o644 << 16
-    info.compress_type = zipfile.ZIP_DEFLATED
+def build_zip(source: Path, companions: tuple[str, ...] = COMPANIONS) -> bytes:
+    files = [source, *(source.parent / name for name in companions)]
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
-        zf.writestr(info, source.read_bytes())
+        for path in files:
+            if not path.is_file():
+                raise DeployError(f"Lambda source {path} is missing: the zip packages it")
+            info = zipfile.ZipInfo(path.name, date_time=FIXED_TIME)
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, path.read_bytes())
     return buf.getvalue()
 
 

@@ -17,11 +17,13 @@ from cdclab.job_config import glue_default_arguments
 from cdclab.settings import REPO_ROOT, PipelineSettings
 from deploy import dms, iam
 from deploy.options import STACK_TAG, DeployOptions, StackNames
-from dms_emitter.dms_csv import CsvFormat
+from lambda_shim.function_env import function_environment
 
 LAMBDA_SOURCE = REPO_ROOT / "lambda_shim" / "lambda_function.py"
 LAMBDA_RUNTIME = "python3.11"
 LAMBDA_HANDLER = "lambda_function.lambda_handler"
+LAMBDA_TIMEOUT_SECONDS = 900
+LAMBDA_MEMORY_MB = 512
 TEMP_PREFIX = "tmp"  # Glue --TempDir, in the scripts bucket
 SSE_ALGORITHM = "AES256"  # SSE-S3: default encryption with no key to manage
 
@@ -144,9 +146,9 @@ def build_plan(p: PipelineSettings, opts: DeployOptions) -> Plan:
         _role(
             n.lambda_role,
             iam.trust_policy("lambda.amazonaws.com"),
-            iam.lambda_policy(n, job_name=job.name),
+            iam.lambda_policy(n, pa, job_name=job.name),
             tags,
-            "Lambda: start this Glue job, write its logs",
+            "Lambda: check bronze objects, quarantine bad ones, start this Glue job, log",
         ),
         _role(
             n.dms_s3_role,
@@ -210,13 +212,15 @@ def build_plan(p: PipelineSettings, opts: DeployOptions) -> Plan:
                 "Runtime": LAMBDA_RUNTIME,
                 "Handler": LAMBDA_HANDLER,
                 "Role": n.role_arn(n.lambda_role),
-                "Timeout": 30,
-                "MemorySize": 128,
-                "Environment": {"Variables": {"GLUE_JOB_NAME": job.name}},
+                # the gate reads each object once, streaming: a 1 GB full-load file
+                # takes minutes at Lambda's smallest CPU share
+                "Timeout": LAMBDA_TIMEOUT_SECONDS,
+                "MemorySize": LAMBDA_MEMORY_MB,
+                "Environment": {"Variables": function_environment(pa)},
                 "Source": str(LAMBDA_SOURCE.relative_to(REPO_ROOT)),
                 "Tags": tags,
             },
-            "lambda_shim's handler: starts the Glue job on new bronze files",
+            "lambda_shim's handler: checks new bronze objects, starts the Glue job",
         ),
         Resource(
             "lambda-permission",
@@ -238,9 +242,8 @@ def build_plan(p: PipelineSettings, opts: DeployOptions) -> Plan:
                 "Id": n.notification_id,
                 "LambdaFunctionArn": n.lambda_arn,
                 "Events": ["s3:ObjectCreated:*"],
+                # every object, whatever its name: the Lambda quarantines strays
                 "Prefix": f"{pa.bronze_prefix}/",
-                # the emitter's (and DMS's) file ending for the CompressionType
-                "Suffix": CsvFormat.from_settings(pa.dms).suffix,
             },
         ),
     ]

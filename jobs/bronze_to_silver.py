@@ -30,6 +30,7 @@ INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 # Java regex (Spark's split): first comma plus optional ASCII whitespace.
 LOCATION_SPLIT = r",[ \t\n\x0B\f\r]*"
 MAX_LOGGED_BAD_ROWS = 200
+MAX_REPORTED_BAD_ROWS = 5  # in the run's metrics (cdclab status / quarantine show them)
 MAX_FILES_BEFORE_COMPACTION = 48  # data + delete files of a table
 # Glue's attachFilename: each row's source file, the documented way (input_file_name()
 # is empty for grouped, non-FileSplit reads).
@@ -228,8 +229,12 @@ def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id:
 
     bad = parsed.where("reason IS NOT NULL")
     if metrics["quarantined"]:
-        for r in bad.limit(MAX_LOGGED_BAD_ROWS).collect():
+        logged = bad.limit(MAX_LOGGED_BAD_ROWS).collect()
+        for r in logged:
             log(f"QUARANTINED {r.source_file} record {r.record_number}: {r.reason}")
+        metrics["quarantine_examples"] = [
+            {"file": r.source_file, "record": r.record_number, "reason": r.reason}
+            for r in logged[:MAX_REPORTED_BAD_ROWS]]
         bad.select(
             "source_file", "record_number", "line_number", "reason", "raw_fields",
             F.lit(run_id).alias("run_id"), F.current_timestamp().alias("quarantined_at"),

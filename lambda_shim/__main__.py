@@ -14,6 +14,7 @@ from botocore.config import Config
 
 from cdclab import settings
 from lambda_shim import lambda_function, watch_logic
+from lambda_shim.function_env import function_environment
 from lambda_shim.watcher import Watcher, state_path
 
 
@@ -28,7 +29,8 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
     p = settings.load_pipeline()
-    os.environ.setdefault("GLUE_JOB_NAME", p.glue_job.name)
+    for name, value in function_environment(p).items():  # as deployed
+        os.environ.setdefault(name, value)
     region = os.environ.get(settings.ENV_REGION, settings.DEFAULT_REGION)
     # endpoint from AWS_ENDPOINT_URL_S3 (boto3 reads it); path-style as MinIO wants
     s3 = boto3.client("s3", region_name=region,

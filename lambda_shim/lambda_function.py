@@ -1,18 +1,35 @@
-"""AWS Lambda handler: an S3 object landed in the bronze prefix -> start the Glue job.
+"""AWS Lambda handler: objects landed in the bronze prefix -> check them -> start the Glue job.
 
-Deployable as is (no cdclab import). Locally, AWS_ENDPOINT_URL_GLUE points boto3 at the
-local Glue API and the watcher calls `lambda_handler` with the same S3 event S3 sends.
+Each new object is checked first (object_gate): one the job could not read (a `.gz` that
+is not gzip, a truncated file, a name Hadoop globs, a record with the wrong number of
+fields) would fail every later run, so it is moved to the quarantine prefix with a
+`.reason.json` beside it, and the job starts for the rest. Nothing is lost: the object
+is copied before it is deleted, and the reason names the key and the record.
+
+Deployable as is: the zip holds this file and object_gate.py (no cdclab import).
+Locally, AWS_ENDPOINT_URL_GLUE / _S3 point boto3 at the local Glue API and MinIO and the
+watcher calls `lambda_handler` with the same S3 event S3 sends.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import time
 from urllib.parse import unquote_plus
 
 import boto3
+from botocore.config import Config
+
+try:  # in the repository
+    from lambda_shim import object_gate
+except ImportError:  # deployed: both files at the zip's root
+    import object_gate
 
 DEFAULT_JOB_NAME = "Bronze_to_Silver"
+DEFAULT_QUARANTINE_PREFIX = "quarantine"
+READ_CHUNK = 1024 * 1024
 
 logger = logging.getLogger()
 logger.setLevel(logging.INFO)
@@ -29,18 +46,88 @@ def object_keys(event: dict) -> list[str]:
     return [unquote_plus(r["s3"]["object"]["key"]) for r in event.get("Records", [])]
 
 
+def object_refs(event: dict) -> list[tuple[str, str]]:
+    return [(r["s3"]["bucket"]["name"], unquote_plus(r["s3"]["object"]["key"]))
+            for r in event.get("Records", [])]
+
+
+def csv_layout() -> object_gate.CsvLayout:
+    """The DMS endpoint's CSV settings, from the function's environment (cdclab deploy
+    and the local watcher set them from pipeline.toml)."""
+    env = os.environ
+    return object_gate.CsvLayout(
+        header=env.get("DMS_ADD_COLUMN_NAME", "true") == "true",
+        delimiter=env.get("DMS_CSV_DELIMITER", ","),
+        quoting=env.get("DMS_RFC4180", "true") == "true")
+
+
+def s3_client():
+    # path-style addressing works on S3 and MinIO alike
+    return boto3.client("s3", config=Config(s3={"addressing_style": "path"}))
+
+
+def check_object(s3, bucket: str, key: str,
+                 layout: object_gate.CsvLayout) -> tuple[str, object_gate.Defect | None]:
+    """("gone" | "hidden" | "good" | "bad", defect) for one object, read as a stream."""
+    if object_gate.is_hidden(key):
+        return "hidden", None
+    defect = object_gate.key_defect(key)
+    if defect is None:
+        try:
+            body = s3.get_object(Bucket=bucket, Key=key)["Body"]
+        except s3.exceptions.NoSuchKey:
+            return "gone", None  # quarantined (or removed) by an earlier invocation
+        with body:
+            defect = object_gate.content_defect(key, body.iter_chunks(READ_CHUNK), layout)
+    return ("bad", defect) if defect else ("good", None)
+
+
+def quarantine(s3, bucket: str, key: str, defect: object_gate.Defect, prefix: str,
+               request_id: str) -> str:
+    """Copy, write the reason, then delete: the object is never only half moved."""
+    target = object_gate.quarantine_key(prefix, key)
+    head = s3.head_object(Bucket=bucket, Key=key)
+    s3.copy({"Bucket": bucket, "Key": key}, bucket, target)  # multipart above 5 GB
+    reason = {"bucket": bucket, "key": key, "quarantined_key": target,
+              "size": head["ContentLength"], "etag": head["ETag"].strip('"'),
+              "reason": defect.reason, "record": defect.record, "line": defect.line,
+              "quarantined_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "request_id": request_id}
+    s3.put_object(Bucket=bucket, Key=target + object_gate.REASON_SUFFIX,
+                  Body=json.dumps(reason, indent=2).encode(), ContentType="application/json")
+    s3.delete_object(Bucket=bucket, Key=key)
+    return target
+
+
 def lambda_handler(event, context):
     job_name = os.environ.get("GLUE_JOB_NAME", DEFAULT_JOB_NAME)
+    prefix = os.environ.get("QUARANTINE_PREFIX", DEFAULT_QUARANTINE_PREFIX)
+    request_id = getattr(context, "aws_request_id", "")
     keys = object_keys(event)
     logger.info("%d new object(s) for Glue job %s: %s", len(keys), job_name, keys)
+    s3, layout = s3_client(), csv_layout()
+    good, quarantined = [], []
+    for bucket, key in object_refs(event):
+        verdict, defect = check_object(s3, bucket, key, layout)
+        if verdict == "bad":
+            target = quarantine(s3, bucket, key, defect, prefix, request_id)
+            logger.warning("QUARANTINED s3://%s/%s -> %s: %s", bucket, key, target,
+                           defect.describe())
+            quarantined.append({"key": key, "reason": defect.describe()})
+        elif verdict == "good":
+            good.append(key)
+    if not good:
+        logger.info("no readable new object: no Glue run started")
+        return {"JobName": job_name, "JobRunId": None, "Keys": keys,
+                "Quarantined": quarantined}
     glue = boto3.client("glue")
     try:
         run = glue.start_job_run(JobName=job_name)
     except glue.exceptions.ConcurrentRunsExceededException as e:
         raise GlueJobAlreadyRunning(
             f"Glue job {job_name} already has a run going; retry so a later run picks up "
-            f"{len(keys)} object(s): {e}"
+            f"{len(good)} object(s): {e}"
         ) from e
     run_id = run["JobRunId"]
     logger.info("started Glue job %s run %s", job_name, run_id)
-    return {"JobName": job_name, "JobRunId": run_id, "Keys": keys}
+    return {"JobName": job_name, "JobRunId": run_id, "Keys": keys, "Quarantined": quarantined}

@@ -11,6 +11,7 @@ out), its objects are pending again, so a later run picks them up without a new 
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -26,9 +27,14 @@ RUN_SUCCEEDED = "SUCCEEDED"
 RUN_FAILED_STATES = ("FAILED", "ERROR", "TIMEOUT", "STOPPED", "UNKNOWN")
 
 
+_CDC_NAME = re.compile(r"\d{8}-\d{9}\.csv(\.gz)?")
+
+
 def is_time_named(key: str) -> bool:
-    """DMS CDC files are named yyyyMMdd-HHmmssSSS.csv and sort by time; LOAD files don't."""
-    return posixpath.basename(key)[:1].isdigit()
+    """DMS CDC files are named yyyyMMdd-HHmmssSSS.csv(.gz) and sort by time; LOAD files
+    and stray objects don't (a stray "20261122-99…" name must not move the cursor past
+    the day's real files)."""
+    return _CDC_NAME.fullmatch(posixpath.basename(key)) is not None
 
 
 def backoff_seconds(attempts: int, base: float = BACKOFF_BASE_SECONDS,

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from cdclab.atomic import write_json
 from lambda_shim import watch_logic as logic
+from lambda_shim.object_gate import is_hidden
 from lambda_shim.s3_events import S3Object, s3_event
 
 log = logging.getLogger("lambda_shim.watcher")
@@ -72,18 +73,16 @@ def save_state(path: Path, state: logic.WatchState) -> None:
     write_json(path, {**logic.to_dict(state), "updated_at": time.time(), "pid": os.getpid()})
 
 
-DMS_SUFFIXES = (".csv", ".csv.gz")  # CompressionType NONE or GZIP
-
-
-def list_objects(s3, bucket: str, prefix: str, start_after: str | None,
-                 suffix: str | tuple[str, ...] = DMS_SUFFIXES) -> list[S3Object]:
+def list_objects(s3, bucket: str, prefix: str, start_after: str | None) -> list[S3Object]:
+    """Every object the job would read: all but hidden names, whatever their ending (the
+    Lambda checks each one, so a stray object is quarantined, not left to fail a run)."""
     kwargs = {"Bucket": bucket, "Prefix": prefix}
     if start_after:
         kwargs["StartAfter"] = start_after
     out = []
     for page in s3.get_paginator("list_objects_v2").paginate(**kwargs):
         for item in page.get("Contents", []):
-            if item["Key"].endswith(suffix):
+            if not is_hidden(item["Key"]):
                 lm = item["LastModified"]
                 out.append(S3Object(bucket, item["Key"], int(item["Size"]),
                                     item["ETag"].strip('"'), lm.astimezone(UTC)))

@@ -18,15 +18,18 @@ from cdclab.services.base import (
 )
 
 
-def s3_client(env: dict[str, str]):
-    """A boto3 S3 client for the stack's MinIO (path-style, as MinIO wants)."""
+def s3_client(env: dict[str, str], timeout: float | None = None):
+    """A boto3 S3 client for the stack's MinIO (path-style, as MinIO wants); `timeout`
+    bounds connecting and reading, for callers that must answer fast (status)."""
+    limits = {} if timeout is None else {"connect_timeout": timeout, "read_timeout": timeout}
     return boto3.client(
         "s3",
         endpoint_url=env[settings.ENV_S3_ENDPOINT],
         aws_access_key_id=env[settings.ENV_ACCESS_KEY],
         aws_secret_access_key=env[settings.ENV_SECRET_KEY],
         region_name=env.get(settings.ENV_REGION, settings.DEFAULT_REGION),
-        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 3}),
+        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 3},
+                      **limits),
     )
 
 

@@ -7,6 +7,7 @@ The workload seed is random per run and printed; set CDCLAB_TEST_SEED to replay 
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import random
@@ -76,6 +77,42 @@ def test_crashes_mid_workload_replay_and_lose_nothing(running_pipeline) -> None:
     finally:
         thread.join()
     _drain_and_reconcile(stack.env)
+
+
+POISON = {  # object name in the bronze prefix -> a word of the reason
+    "20261122-999999999 [1] {a,b}.csv.gz": "glob",  # and not gzip either
+    "20261122-000000001.csv.gz": "gzip",
+    "20261122-000000002.csv": "fields",
+}
+
+
+def test_poison_objects_are_quarantined_and_never_stall_the_pipeline(running_pipeline) -> None:
+    """Objects the job could not read land among the real files while the workload runs:
+    the Lambda moves them aside, every later change still reaches silver, and status and
+    `cdclab quarantine` name each one with its reason."""
+    from cdclab.services.minio import s3_client
+
+    stack = running_pipeline
+    env = stack.env
+    p = settings.load_pipeline()
+    s3 = s3_client(env)
+    bodies = [b"not gzip", gzip.compress(b"Op,id\n" + b"I,1\n" * 500)[:-9],
+              b"Op,id,url\nI,1\n"]
+    for name, body in zip(POISON, bodies, strict=True):
+        s3.put_object(Bucket=p.lake.bronze_bucket, Key=f"{p.bronze_prefix}/{name}", Body=body)
+    run_workload(env[settings.ENV_PG_DSN], transactions=80, rate=60, seed=SEED + 4)
+    _drain_and_reconcile(env)  # rows committed after the poison reached silver
+    cli = [sys.executable, "-m", "cdclab.cli"]
+    out = subprocess.run([*cli, "quarantine", "--json"], env=stack.cli_env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    reasons = {r["key"].rsplit("/", 1)[-1]: r["reason"] for r in report["object_reasons"]}
+    for name, word in POISON.items():
+        assert word in reasons[name], reasons
+    status = json.loads(subprocess.run([*cli, "status", "--json"], env=stack.cli_env,
+                                       capture_output=True, text=True, timeout=60).stdout)
+    assert status["quarantine"]["objects"] >= len(POISON)
 
 
 def test_source_database_crash_the_emitter_reconnects(running_pipeline) -> None:

@@ -4,6 +4,7 @@ must get a run that started after it landed, with no further upload."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import time
 from datetime import UTC, datetime
@@ -158,5 +159,59 @@ def test_a_failed_run_gets_its_files_a_later_run_without_a_new_upload(empty_bron
                  30, "nothing pending or in flight")
     finally:
         if watcher_running:
+            watcher_running.stop()
+        glue_running.stop()
+
+
+def test_bad_objects_are_quarantined_and_the_good_ones_still_get_a_run(empty_bronze,
+                                                                       tmp_path: Path):
+    """The Lambda's gate on real MinIO: an object the job could not read is moved to the
+    quarantine prefix with its reason (nothing lost), and the run starts for the rest."""
+    minio = empty_bronze
+    p = settings.load_pipeline()
+    bucket, prefix, job = p.lake.bronze_bucket, p.bronze_prefix, p.glue_job.name
+    s3 = minio["s3"]
+    ctx = StackContext(state_dir=tmp_path / "state", env=dict(minio["env"]))
+    glue_running = launch(GlueApiService(warm=False), ctx, mounts=(tmp_path,))
+    watcher_running = None
+    header = b"Op,id\n"
+    poison = {  # name -> (body, words of the reason)
+        "20261122-999999999 [1] {a,b}.csv.gz": (b"not gzip", "glob"),
+        "20261122-130000000.csv.gz": (gzip.compress(header + b"I,1\n" * 1000)[:-20],
+                                      "truncated gzip"),
+        "20261122-130000001.csv": (header + b"I,1\nU,2,extra\n", "3 fields"),
+        "notes.txt": (b"hello\n", "not a DMS file"),
+        "20261122-130000002.csv": (header + b"I,\xff\n", "not UTF-8"),
+    }
+    good = {"20261122-130000003.csv": header + b"I,1\n", "LOAD00000001.csv": b"",
+            "with space, comma.csv.gz": gzip.compress(header + b"I,2\n"),
+            "_SUCCESS": b""}
+    try:
+        glue = glue_with_job(ctx, job, tmp_path / "job.py", JOB)
+        for name, (body, _) in poison.items():
+            s3.put_object(Bucket=bucket, Key=f"{prefix}/{name}", Body=body)
+        for name, body in good.items():
+            s3.put_object(Bucket=bucket, Key=f"{prefix}/{name}", Body=body)
+        watcher_running = launch(WatcherService(interval=0.2, full_scan_seconds=3), ctx,
+                                 mounts=(tmp_path,))
+        left = lambda: {o["Key"].removeprefix(prefix + "/") for o in s3.list_objects_v2(  # noqa: E731
+            Bucket=bucket, Prefix=prefix + "/").get("Contents", [])}
+        wait_for(lambda: left() == set(good), 30, "the bad objects to move")
+        wait_for(lambda: runs(glue, job), 30, "a run for the good objects")
+        qp = p.lake.quarantine_prefix
+        for name, (body, words) in poison.items():
+            moved = f"{qp}/{prefix}/{name}"
+            assert s3.get_object(Bucket=bucket, Key=moved)["Body"].read() == body
+            reason = json.loads(s3.get_object(Bucket=bucket, Key=moved + ".reason.json")
+                                ["Body"].read())
+            assert words in reason["reason"], reason
+            assert reason["key"] == f"{prefix}/{name}" and reason["size"] == len(body)
+        mismatch = json.loads(s3.get_object(
+            Bucket=bucket, Key=f"{qp}/{prefix}/20261122-130000001.csv.reason.json")
+            ["Body"].read())
+        assert (mismatch["record"], mismatch["line"]) == (3, 3)
+        wait_for(lambda: not read_state(ctx)["pending"], 30, "nothing pending")
+    finally:
+        if watcher_running is not None:
             watcher_running.stop()
         glue_running.stop()

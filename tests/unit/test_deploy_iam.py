@@ -77,6 +77,13 @@ def test_roles_get_only_what_their_service_needs():
     lam = _statements(policy(n.lambda_role))
     glue_stmt = next(s for s in lam if s["Sid"] == "StartThisJob")
     assert glue_stmt["Resource"] == [f"arn:aws:glue:us-east-1:111122223333:job/{P.glue_job.name}"]
+    # the gate: read and delete bronze objects of its table, write only the quarantine
+    lam_s3 = {(a, r) for s in lam for a in s["Action"] if a.startswith("s3:")
+              for r in s["Resource"]}
+    bronze = f"arn:aws:s3:::{n.bronze_bucket}/{P.bronze_prefix}/*"
+    quarantine = f"arn:aws:s3:::{n.bronze_bucket}/{P.lake.quarantine_prefix}/*"
+    assert lam_s3 == {("s3:GetObject", bronze), ("s3:DeleteObject", bronze),
+                      ("s3:PutObject", quarantine)}
     dms_res = {r for s in _statements(policy(n.dms_s3_role)) for r in s["Resource"]}
     assert dms_res == {
         f"arn:aws:s3:::{n.bronze_bucket}",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import subprocess
+import sys
 import zipfile
 from contextlib import redirect_stdout
 
@@ -114,10 +116,14 @@ def test_lambda_and_its_notification():
     plan = build_plan(P, FULL)
     fn = plan.of_kind("lambda-function")[0].settings
     assert (fn["Runtime"], fn["Handler"]) == ("python3.11", "lambda_function.lambda_handler")
-    assert fn["Environment"] == {"Variables": {"GLUE_JOB_NAME": P.glue_job.name}}
+    env = fn["Environment"]["Variables"]
+    assert env["GLUE_JOB_NAME"] == P.glue_job.name
+    assert env["QUARANTINE_PREFIX"] == P.lake.quarantine_prefix
+    assert (env["DMS_ADD_COLUMN_NAME"], env["DMS_RFC4180"]) == ("true", "true")
     note = plan.of_kind("s3-notification")[0].settings
     assert note["Bucket"] == plan.names.bronze_bucket
-    assert (note["Prefix"], note["Suffix"]) == (P.bronze_prefix + "/", ".csv")
+    # every object of the prefix reaches the gate, strays included
+    assert note["Prefix"] == P.bronze_prefix + "/" and "Suffix" not in note
     assert note["LambdaFunctionArn"] == plan.names.lambda_arn
     perm = plan.of_kind("lambda-permission")[0].settings
     assert perm["Principal"] == "s3.amazonaws.com"
@@ -204,8 +210,19 @@ def test_lambda_zip_is_deterministic_and_holds_the_handler_at_the_root():
     a, b = build_zip(LAMBDA_SOURCE), build_zip(LAMBDA_SOURCE)
     assert a == b and code_sha256(a) == code_sha256(b)
     with zipfile.ZipFile(io.BytesIO(a)) as zf:
-        assert zf.namelist() == ["lambda_function.py"]
+        assert zf.namelist() == ["lambda_function.py", "object_gate.py"]
         assert zf.read("lambda_function.py") == LAMBDA_SOURCE.read_bytes()
+
+
+def test_lambda_zip_imports_as_deployed_without_the_repository(tmp_path):
+    """Lambda puts the zip's root on sys.path; lambda_shim is not there."""
+    with zipfile.ZipFile(io.BytesIO(build_zip(LAMBDA_SOURCE))) as zf:
+        zf.extractall(tmp_path)
+    probe = ("import sys; sys.modules['lambda_shim'] = None; import lambda_function; "
+             "print(lambda_function.object_gate.__file__)")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, check=True,
+                         capture_output=True, text=True).stdout.strip()
+    assert out == str(tmp_path / "object_gate.py")
 
 
 def test_dry_run_prints_the_complete_plan_without_credentials(monkeypatch):
@@ -239,7 +256,7 @@ def test_dry_run_prints_the_complete_plan_without_credentials(monkeypatch):
         "job-bookmark-enable",
         'CsvRowDelimiter: "\\n"',
         'CsvNullValue: ""',
-        "Suffix: .csv",
+        "QUARANTINE_PREFIX",
         "OpenCSVSerde",
         "CREATE TABLE IF NOT EXISTS",
         "CDCLAB_PROFILE=aws",

@@ -1,0 +1,88 @@
+"""What was set aside, and why: objects the Lambda moved to the quarantine prefix (each
+with a `.reason.json`), and records the job put in its quarantine table (counted, with
+examples, in the runs' metrics). Nothing here deletes: the user decides."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from cdclab import settings
+from lambda_shim.object_gate import REASON_SUFFIX
+
+MAX_DETAILED = 50
+RUNS_LOOKED_AT = 200
+
+
+def quarantined_objects(s3, bucket: str, prefix: str,
+                        limit: int = MAX_DETAILED) -> tuple[int, list[dict[str, Any]]]:
+    """(how many, the newest `limit` reasons, newest first)."""
+    found = []
+    for page in s3.get_paginator("list_objects_v2").paginate(
+            Bucket=bucket, Prefix=prefix.strip("/") + "/"):
+        found += [o for o in page.get("Contents", []) if o["Key"].endswith(REASON_SUFFIX)]
+    found.sort(key=lambda o: o["LastModified"], reverse=True)
+    reasons = []
+    for o in found[:limit]:
+        try:
+            reasons.append(json.loads(s3.get_object(Bucket=bucket, Key=o["Key"])["Body"].read()))
+        except ValueError:
+            reasons.append({"quarantined_key": o["Key"].removesuffix(REASON_SUFFIX),
+                            "reason": "(reason file unreadable)"})
+    return len(found), reasons
+
+
+def quarantined_records(env: Mapping[str, str]) -> tuple[int, list[dict[str, Any]]]:
+    """(records the job quarantined over its recent runs, examples, newest first); (0, [])
+    when the local Glue API is not reachable."""
+    from cdclab.services.glue_api import glue_call
+
+    endpoint = env.get(settings.ENV_GLUE_ENDPOINT)
+    if not endpoint:
+        return 0, []
+    try:
+        runs = glue_call(endpoint, "GetJobRuns", {
+            "JobName": settings.load_pipeline().glue_job.name,
+            "MaxResults": RUNS_LOOKED_AT})["JobRuns"]
+    except (OSError, ValueError, KeyError):
+        return 0, []
+    count, examples = 0, []
+    for run in runs:  # newest first, as GetJobRuns answers
+        m = run.get("Metrics") or {}
+        count += int(m.get("quarantined", 0))
+        examples += [{"run_id": run.get("Id"), **e} for e in m.get("quarantine_examples", [])]
+    return count, examples
+
+
+def summary(env: Mapping[str, str], limit: int = MAX_DETAILED) -> dict[str, Any]:
+    from cdclab.services.minio import s3_client
+
+    p = settings.load_pipeline()
+    out: dict[str, Any] = {"location": p.quarantine_location,
+                           "table": p.qualified(p.lake.quarantine_table)}
+    try:
+        out["objects"], out["object_reasons"] = quarantined_objects(
+            s3_client(dict(env), timeout=5), p.lake.bronze_bucket, p.lake.quarantine_prefix, limit)
+    except Exception as e:  # S3 down: say so, the rest still shows
+        out["objects"], out["object_reasons"], out["error"] = None, [], f"{e}"
+    out["records"], records = quarantined_records(env)
+    out["record_examples"] = records[:limit]
+    return out
+
+
+def lines(s: Mapping[str, Any], detail: int) -> list[str]:
+    """Human lines: counts, then up to `detail` reasons of each kind."""
+    objects = "?" if s.get("objects") is None else s["objects"]
+    out = [f"quarantine: {objects} object(s) in {s['location']}, {s['records']} record(s) "
+           f"in {s['table']}"]
+    if s.get("error"):
+        out.append(f"  cannot list the quarantine prefix: {s['error']}")
+    for r in s.get("object_reasons", [])[:detail]:
+        where = f" (record {r['record']}, line {r['line']})" if r.get("record") else ""
+        out.append(f"  {r.get('quarantined_at', '')} {r.get('key', r.get('quarantined_key'))}"
+                   f": {r.get('reason')}{where}")
+    for r in s.get("record_examples", [])[:detail]:
+        out.append(f"  run {r.get('run_id')}: {r.get('file')} record {r.get('record')}: "
+                   f"{r.get('reason')}")
+    return out
