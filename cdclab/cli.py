@@ -95,13 +95,29 @@ def emitter_lines(summary: dict) -> list[str]:
     return lines
 
 
+def pipeline_health(rt, env: dict[str, str], statuses, runs, emitter: dict):
+    from cdclab import pipeline_health as ph
+
+    slot = settings.load_pipeline().source.slot
+    running = {s.name for s in statuses if s.running}
+    return ph.assess(time.time(),
+                     watcher=rt.service_state("watcher") if "watcher" in running else None,
+                     runs=runs, slot=ph.slot_row(env, slot), slot_name=slot,
+                     emitter_running="emitter" in running,
+                     slot_expected=bool(emitter.get("confirmed_lsn")))
+
+
 def cmd_status(args: argparse.Namespace) -> int:
+    from cdclab.pipeline_health import job_runs
+
     rt = _runtime()
     statuses = rt.status()
     try:
         env = rt.env()
     except ServiceError:
         env = {}
+    runs, emitter = job_runs(env), rt.emitter_state()
+    health = pipeline_health(rt, env, statuses, runs, emitter)
     if args.json:
         dsn = env.get(settings.ENV_PG_DSN)
         print(json.dumps({
@@ -113,8 +129,9 @@ def cmd_status(args: argparse.Namespace) -> int:
             "glue_endpoint": env.get(settings.ENV_GLUE_ENDPOINT),
             "catalog_uri": env.get(settings.ENV_CATALOG_URI),
             "env_file": str(Path(rt.where) / "cdclab.env") if rt.name == "embedded" else None,
-            "emitter": emitter_summary(rt.emitter_state()),
-            "quarantine": quarantine_summary(env, STATUS_REASONS),
+            "emitter": emitter_summary(emitter),
+            "pipeline": health.to_json(),
+            "quarantine": quarantine_summary(env, STATUS_REASONS, runs),
         }, indent=2, default=str))
     else:
         print(f"runtime: {rt.name} ({rt.where})")
@@ -127,25 +144,28 @@ def cmd_status(args: argparse.Namespace) -> int:
             # the password stays out of terminals and screen shares
             print(f"\npostgres: {mask_password(env[settings.ENV_PG_DSN])}")
             print(f"s3:       {env.get(settings.ENV_S3_ENDPOINT)}")
-        for line in emitter_lines(emitter_summary(rt.emitter_state())):
+        for line in emitter_lines(emitter_summary(emitter)):
             print(line)
         if env:
             from cdclab.quarantine import lines
 
             print()
-            for line in lines(quarantine_summary(env, STATUS_REASONS), STATUS_REASONS):
+            for line in lines(quarantine_summary(env, STATUS_REASONS, runs), STATUS_REASONS):
                 print(line)
+        print("\npipeline: " + ("data is flowing" if health.ok else "STALLED OR FAILING"))
+        for problem in health.problems:
+            print(f"  {problem}")
     all_up = all(s.running and s.healthy for s in statuses)
-    return 0 if all_up else 3
+    return 0 if all_up and health.ok else 3
 
 
 STATUS_REASONS = 3  # the newest quarantine reasons status shows
 
 
-def quarantine_summary(env: dict[str, str], limit: int) -> dict:
+def quarantine_summary(env: dict[str, str], limit: int, runs=None) -> dict:
     from cdclab.quarantine import summary
 
-    return summary(env, limit) if env.get(settings.ENV_S3_ENDPOINT) else {}
+    return summary(env, limit, runs) if env.get(settings.ENV_S3_ENDPOINT) else {}
 
 
 def cmd_quarantine(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from cdclab import credentials, settings
@@ -62,7 +63,13 @@ def health(name: str) -> bool:
     if name == "emitter":  # streaming (or a full-load-only task done), not re-loading
         state = settings.state_dir() / "emitter" / "state.json"
         return json.loads(state.read_text()).get("phase") in ("streaming", "loaded")
-    return True  # the watcher: its process is the container's; it exits when it dies
+    if name == "watcher":  # listing: its state file rewritten within the last 90 s
+        state = settings.state_dir() / "watcher" / "state.json"
+        try:
+            return time.time() - state.stat().st_mtime < settings.WATCHER_STALE_SECONDS
+        except OSError:
+            return False
+    return True
 
 
 def deep_health(name: str) -> bool:

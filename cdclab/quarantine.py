@@ -5,14 +5,13 @@ examples, in the runs' metrics). Nothing here deletes: the user decides."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cdclab import settings
 from lambda_shim.object_gate import REASON_SUFFIX
 
 MAX_DETAILED = 50
-RUNS_LOOKED_AT = 200
 
 
 def quarantined_objects(s3, bucket: str, prefix: str,
@@ -33,29 +32,22 @@ def quarantined_objects(s3, bucket: str, prefix: str,
     return len(found), reasons
 
 
-def quarantined_records(env: Mapping[str, str]) -> tuple[int, list[dict[str, Any]]]:
-    """(records the job quarantined over its recent runs, examples, newest first); (0, [])
-    when the local Glue API is not reachable."""
-    from cdclab.services.glue_api import glue_call
-
-    endpoint = env.get(settings.ENV_GLUE_ENDPOINT)
-    if not endpoint:
-        return 0, []
-    try:
-        runs = glue_call(endpoint, "GetJobRuns", {
-            "JobName": settings.load_pipeline().glue_job.name,
-            "MaxResults": RUNS_LOOKED_AT})["JobRuns"]
-    except (OSError, ValueError, KeyError):
-        return 0, []
+def quarantined_records(runs: Sequence[Mapping[str, Any]] | None
+                        ) -> tuple[int, list[dict[str, Any]]]:
+    """(records the job quarantined over these runs, examples, newest first): the runs'
+    metrics (the local GetJobRuns keeps them), so no Spark is needed to answer."""
     count, examples = 0, []
-    for run in runs:  # newest first, as GetJobRuns answers
+    for run in runs or []:  # newest first, as GetJobRuns answers
         m = run.get("Metrics") or {}
         count += int(m.get("quarantined", 0))
         examples += [{"run_id": run.get("Id"), **e} for e in m.get("quarantine_examples", [])]
     return count, examples
 
 
-def summary(env: Mapping[str, str], limit: int = MAX_DETAILED) -> dict[str, Any]:
+def summary(env: Mapping[str, str], limit: int = MAX_DETAILED,
+            runs: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """`runs`: the job's recent runs if the caller has them (else they are asked for)."""
+    from cdclab.pipeline_health import job_runs
     from cdclab.services.minio import s3_client
 
     p = settings.load_pipeline()
@@ -66,7 +58,7 @@ def summary(env: Mapping[str, str], limit: int = MAX_DETAILED) -> dict[str, Any]
             s3_client(dict(env), timeout=5), p.lake.bronze_bucket, p.lake.quarantine_prefix, limit)
     except Exception as e:  # S3 down: say so, the rest still shows
         out["objects"], out["object_reasons"], out["error"] = None, [], f"{e}"
-    out["records"], records = quarantined_records(env)
+    out["records"], records = quarantined_records(job_runs(env) if runs is None else runs)
     out["record_examples"] = records[:limit]
     return out
 

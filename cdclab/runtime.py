@@ -38,7 +38,8 @@ PUBLISHED = {
 CONTAINER_CREDENTIALS = "/run/cdclab/credentials.json"
 
 Progress = Callable[[str], None]
-EMITTER_STATE = "emitter/state.json"  # under the state dir, in both runtimes
+# each service's state file under its state dir, in both runtimes
+STATE_FILES = {"emitter": "emitter/state.json", "watcher": "watcher/state.json"}
 
 
 def read_json_object(path: Path) -> dict:
@@ -67,9 +68,12 @@ class Runtime(ABC):
         """Where the Glue runs' logs can be read from here, if anywhere."""
 
     @abstractmethod
+    def service_state(self, service: str) -> dict:
+        """A service's state file (STATE_FILES); {} if it cannot be read from here."""
+
     def emitter_state(self) -> dict:
-        """The emitter's state file (phase, table, last file, schema changes); {} if
-        it cannot be read from here."""
+        """The emitter's state (phase, tables, last file, schema changes)."""
+        return self.service_state("emitter")
 
     @property
     @abstractmethod
@@ -132,8 +136,8 @@ class EmbeddedRuntime(Runtime):
     def glue_run_logs(self) -> Path | None:
         return settings.glue_run_logs(self.stack.state_dir)
 
-    def emitter_state(self) -> dict:
-        return read_json_object(self.stack.state_dir / EMITTER_STATE)
+    def service_state(self, service: str) -> dict:
+        return read_json_object(self.stack.state_dir / STATE_FILES[service])
 
 
 # --- compose ----------------------------------------------------------------------------------
@@ -228,15 +232,15 @@ class ComposeRuntime(Runtime):
             self._env = env
         return self._env
 
-    def emitter_state(self) -> dict:
-        if self.inside:
+    def service_state(self, service: str) -> dict:
+        if self.inside:  # the cli container: its own /data only
             return read_json_object(Path(self.environ.get(settings.ENV_STATE_DIR, "/data"))
-                                    / EMITTER_STATE)
+                                    / STATE_FILES[service])
         if not self._docker():
             return {}
         done = subprocess.run(
-            [*compose_command(self.environ), "exec", "-T", "emitter", "cat",
-             f"/data/{EMITTER_STATE}"], capture_output=True, text=True, timeout=60)
+            [*compose_command(self.environ), "exec", "-T", service, "cat",
+             f"/data/{STATE_FILES[service]}"], capture_output=True, text=True, timeout=60)
         try:
             state = json.loads(done.stdout) if done.returncode == 0 else {}
         except json.JSONDecodeError:

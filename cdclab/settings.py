@@ -36,6 +36,9 @@ ENV_JARS_DIR = "CDCLAB_JARS_DIR"  # where bootstrap put the resolved jars
 ENV_BATCH_INTERVAL = "CDCLAB_BATCH_INTERVAL_SECONDS"  # overrides dms.cdc_max_batch_interval
 ENV_BATCH_SIZE_KB = "CDCLAB_BATCH_SIZE_KB"  # overrides dms.cdc_min_file_size_kb
 ENV_WATCH_INTERVAL = "CDCLAB_WATCH_INTERVAL_SECONDS"  # watcher listing period
+# The watcher rewrites its state file at least every full re-list (30 s): older than
+# this, it is not listing (hung, or S3 unreachable). scripts/container-health.sh agrees.
+WATCHER_STALE_SECONDS = 90
 # Bucket names differ per AWS account (globally unique): these override pipeline.toml.
 ENV_BRONZE_BUCKET = "CDCLAB_BRONZE_BUCKET"
 ENV_SILVER_BUCKET = "CDCLAB_SILVER_BUCKET"

@@ -43,9 +43,12 @@ class WatcherService(Service):
         return ProcessSpec(argv=python_module("lambda_shim", *args), env=env)
 
     def healthy(self, ctx: StackContext) -> bool:
-        # the state file persists across restarts: healthy once THIS start rewrote it
+        # the state file persists across restarts: healthy once THIS start rewrote it,
+        # and while it keeps listing (rewritten at least every full re-list)
         path = ctx.state_dir.joinpath(*WATCHER_STATE)
-        return json.loads(path.read_text()).get("updated_at", 0) >= self._started_at
+        updated = json.loads(path.read_text()).get("updated_at", 0)
+        return updated >= self._started_at and (
+            time.time() - updated < settings.WATCHER_STALE_SECONDS)
 
     def address(self, ctx: StackContext) -> str:
         p = settings.load_pipeline()

@@ -147,6 +147,14 @@ def test_cli_reports_status_and_reconcile_as_json(running_pipeline) -> None:
     report = json.loads(result.stdout)
     assert report["equal"] is True and report["mismatching_keys"] == []
     assert report["source_rows"] == report["silver_rows"] > 0
+    # drained: every service up and data flowing, so status exits 0
+    status = subprocess.run([sys.executable, "-m", "cdclab.cli", "status", "--json"],
+                            env=env, capture_output=True, text=True, timeout=60)
+    doc = json.loads(status.stdout)
+    assert doc["pipeline"]["ok"] is True, doc["pipeline"]
+    assert doc["pipeline"]["facts"]["consecutive_failed_runs"] == 0
+    assert doc["pipeline"]["facts"]["slot"]["active"] is True
+    assert status.returncode == 0, status.stderr
 
 
 OWN_SCRIPT = """

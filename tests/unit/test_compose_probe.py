@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
+import time
 
 from cdclab import compose_probe
 from cdclab.serve import ready_marker
@@ -72,3 +74,10 @@ def test_the_shell_check_docker_runs_agrees_with_the_python_rules(monkeypatch, t
                     state.write_text(json.dumps({"phase": phase}, indent=1))
                 assert shell_health(name, env) is compose_probe.health(name), (name, phase)
     assert shell_health("minio", env) is compose_probe.health("minio") is False
+    watcher = tmp_path / "watcher" / "state.json"
+    watcher.parent.mkdir()
+    watcher.write_text("{}")
+    assert shell_health("watcher", env) is compose_probe.health("watcher") is True
+    old = time.time() - compose_probe.settings.WATCHER_STALE_SECONDS - 5
+    os.utime(watcher, (old, old))  # not listing any more: hung, or S3 unreachable
+    assert shell_health("watcher", env) is compose_probe.health("watcher") is False
