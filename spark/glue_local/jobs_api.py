@@ -113,8 +113,11 @@ def start_state(job: dict, request: dict, runs: list[dict]) -> str:
 
 
 def new_run(job: dict, request: dict, now: float, state: str = "STARTING") -> dict:
+    """A run with a new id. StartJobRun's JobRunId is "the ID of a previous JobRun to
+    retry" (API reference): it becomes PreviousRunId, never the new run's id (a client
+    must not overwrite runs or choose file names)."""
     run = {
-        "Id": request.get("JobRunId") or new_run_id(),
+        "Id": new_run_id(),
         "Attempt": 0,
         "JobName": job["Name"],
         "StartedOn": now,
@@ -129,6 +132,8 @@ def new_run(job: dict, request: dict, now: float, state: str = "STARTING") -> di
         "NumberOfWorkers": int(request.get("NumberOfWorkers") or job.get("NumberOfWorkers", 2)),
         "GlueVersion": job.get("GlueVersion", "5.1"),
     }
+    if request.get("JobRunId"):
+        run["PreviousRunId"] = request["JobRunId"]
     if request.get("JobRunQueuingEnabled") is not None or "JobRunQueuingEnabled" in job:
         run["JobRunQueuingEnabled"] = queuing_enabled(job, request)
     return run
@@ -361,6 +366,10 @@ def delete_job(ctx, req: dict) -> dict:
 def start_job_run(ctx, req: dict) -> dict:
     with ctx.jobs.lock:
         job = ctx.jobs.require_job(req.get("JobName"))
+        retried = req.get("JobRunId")
+        if retried is not None and ctx.jobs.get_run(job["Name"], str(retried)) is None:
+            raise GlueError("EntityNotFoundException",
+                            f"JobRunId {str(retried)[:80]!r} is not a run of {job['Name']}")
         state = start_state(job, req, ctx.jobs.list_runs(job["Name"]))
         run = new_run(job, req, time.time(), state)
         ctx.jobs.put_run(run)

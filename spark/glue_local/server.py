@@ -33,6 +33,8 @@ TARGET_PREFIX = "AWSGlue."
 CONTENT_TYPE = "application/x-amz-json-1.1"
 LOOPBACK = "127.0.0.1"
 ENV_GLUE_PORT = "CDCLAB_GLUE_PORT"  # the port when --port is not given
+# cdclab's cap on a request body (Glue documents none; its requests are small JSON)
+MAX_BODY_BYTES = 1024 * 1024
 
 Operation = Callable[[object, dict], dict]
 
@@ -92,10 +94,19 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def do_POST(self) -> None:  # noqa: N802 - http.server naming
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
-        status, payload = dispatch(self.server.ops, self.server.ctx,
-                                   self.headers.get("X-Amz-Target"), body)
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if not 0 <= length <= MAX_BODY_BYTES:  # never read an unbounded body
+            self.close_connection = True
+            status, payload = 413, {"__type": "InvalidInputException",
+                                    "message": f"request body must be 0 to {MAX_BODY_BYTES} "
+                                               "bytes (Content-Length)"}
+        else:
+            body = self.rfile.read(length) if length else b""
+            status, payload = dispatch(self.server.ops, self.server.ctx,
+                                       self.headers.get("X-Amz-Target"), body)
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", CONTENT_TYPE)

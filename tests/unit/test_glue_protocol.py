@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -282,3 +283,30 @@ def test_spark_runs_share_one_warm_session(tmp_path):
         assert metrics[0]["n"] == 10
         assert metrics[0]["app"] == metrics[1]["app"]  # same SparkContext: no second JVM start
         server.ctx.runner.session().stop()
+
+
+def test_job_run_id_names_a_run_to_retry_never_the_new_runs_id(glue):
+    """StartJobRun's JobRunId is "the ID of a previous JobRun to retry": a new run with
+    PreviousRunId; an id that is not a run of the job (say, a path) is refused."""
+    client, server = glue
+    first = client.start_job_run(JobName="sleepy")["JobRunId"]
+    wait_final(client, first)
+    again = client.start_job_run(JobName="sleepy", JobRunId=first)["JobRunId"]
+    assert again != first
+    assert wait_final(client, again)["PreviousRunId"] == first
+    assert client.get_job_run(JobName="sleepy", RunId=first)["JobRun"]["JobRunState"] == \
+        "SUCCEEDED"  # the old run is untouched
+    with pytest.raises(client.exceptions.EntityNotFoundException):
+        client.start_job_run(JobName="sleepy", JobRunId="../../../tmp/evil")
+    assert not list(Path(server.ctx.state_dir).rglob("*evil*"))
+
+
+def test_an_oversized_body_is_refused_unread(glue):
+    _, server = glue
+    req = urllib.request.Request(server.endpoint, data=b"{}", method="POST", headers={
+        "X-Amz-Target": "AWSGlue.GetJobs", "Content-Type": "application/x-amz-json-1.1",
+        "Content-Length": str(50 * 1024 * 1024)})
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(req, timeout=5)
+    assert e.value.code == 413
+    assert "request body must be" in json.loads(e.value.read())["message"]
