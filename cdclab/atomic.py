@@ -10,9 +10,24 @@ from typing import Any
 
 
 def write_json(path: Path, data: Any, *, sort_keys: bool = False) -> None:
-    """Write `data` to a temp file beside `path`, then rename it over `path` (atomic).
-    The temp name is unique per process and thread, so concurrent writers never share it."""
+    """Write `data` to a temp file beside `path`, fsync it, rename it over `path`, fsync
+    the folder: atomic, and durable once this returns (a power cut keeps the old or the
+    new file, never an empty one). The temp name is unique per process and thread, so
+    concurrent writers never share it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=sort_keys))
+    with open(tmp, "w") as f:
+        f.write(json.dumps(data, indent=1, sort_keys=sort_keys))
+        f.flush()
+        os.fsync(f.fileno())
     os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make a rename in `folder` durable (POSIX: the directory entry is the folder's)."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
