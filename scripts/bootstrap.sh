@@ -17,6 +17,14 @@ mkdir -p "$CACHE"
 say() { printf '\033[1mbootstrap:\033[0m %s\n' "$*"; }
 die() { printf '\033[31mbootstrap: error:\033[0m %s\n' "$*" >&2; exit 1; }
 
+# One bootstrap at a time per cache: two `make setup` (two clones, or CI jobs) sharing
+# it would build into the same temp names and logs. flock is util-linux (not on macOS:
+# there the second run just races, as before).
+if command -v flock >/dev/null; then
+  exec 9>"$CACHE/.bootstrap.lock"
+  flock 9 || die "cannot lock $CACHE/.bootstrap.lock"
+fi
+
 # --- prerequisites, with what to do when one is missing -------------------------
 PYTHON="${CDCLAB_PYTHON:-}"
 if [[ -z "$PYTHON" ]]; then
@@ -97,9 +105,9 @@ if [[ ! -x "$COMPOSE_BIN" ]]; then
   [[ -n "$compose_src" ]] || die "Go could not download github.com/docker/compose/v2@$COMPOSE_VERSION"
   (cd "$compose_src" && GOPATH="$CACHE/go" GOMODCACHE="$CACHE/go/pkg/mod" GOFLAGS=-mod=mod CGO_ENABLED=0 \
     go build -trimpath -ldflags "-X github.com/docker/compose/v2/internal.Version=$COMPOSE_VERSION" \
-    -o "$COMPOSE_BIN.tmp" ./cmd) >"$CACHE/compose-build.log" 2>&1 \
+    -o "$COMPOSE_BIN.tmp.$$" ./cmd) >"$CACHE/compose-build.log" 2>&1 \
     || die "building docker compose failed; see $CACHE/compose-build.log"
-  mv "$COMPOSE_BIN.tmp" "$COMPOSE_BIN"
+  mv "$COMPOSE_BIN.tmp.$$" "$COMPOSE_BIN"
 fi
 ln -sf "$COMPOSE_BIN" "$CACHE/bin/docker-compose"
 
