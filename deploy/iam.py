@@ -147,12 +147,46 @@ def _as_list(value: Any) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
+# Actions IAM only grants on Resource "*"; allowed there only under a Condition.
+STAR_ONLY_ACTIONS = frozenset({"cloudwatch:PutMetricData"})
+
+
+def broad_resource(arn: str) -> bool:
+    """A resource pattern that names no particular thing: "*", or an ARN whose partition,
+    service, region, account or resource name is a wildcard ("arn:aws:s3:::*",
+    "arn:aws:glue:*:*:job/x", "arn:aws:glue:r:a:job/*", "arn:*")."""
+    if "*" not in arn and "?" not in arn:
+        return False
+    parts = arn.split(":", 5)
+    if len(parts) < 6 or parts[0] != "arn":
+        return True
+    if any(c in p for p in parts[1:5] for c in "*?"):
+        return True
+    resource = parts[5]
+    # the name after a type prefix (job/x, log-group:x); for S3 the bucket comes first
+    if parts[2] == "s3":
+        name = resource
+    elif "/" in resource:
+        name = resource.split("/", 1)[1]
+    else:
+        name = resource.split(":", 1)[-1]
+    return name[:1] in ("*", "?", "")
+
+
 def wildcard_violations(doc: Policy) -> list[str]:
-    """Statements that grant a wildcard action on a wildcard resource (must be none)."""
+    """Statements that grant too much (must be none): NotAction/NotResource (everything
+    but), an action with a wildcard ("*", "s3:*", "s3:Get*"), or a broad resource
+    (broad_resource) unless every action is one IAM grants only on "*" and a Condition
+    narrows it."""
     bad = []
     for stmt in doc["Statement"]:
+        if stmt.get("Effect", "Allow") != "Allow":
+            continue
         actions = _as_list(stmt.get("Action", []))
         resources = _as_list(stmt.get("Resource", []))
-        if "*" in actions or ("*" in resources and any("*" in a for a in actions)):
+        star_only = bool(actions) and set(actions) <= STAR_ONLY_ACTIONS and "Condition" in stmt
+        if ("NotAction" in stmt or "NotResource" in stmt
+                or any("*" in a or "?" in a for a in actions)
+                or (any(broad_resource(r) for r in resources) and not star_only)):
             bad.append(stmt.get("Sid", str(stmt)))
     return bad

@@ -1,7 +1,8 @@
-"""Least privilege: no wildcard action on a wildcard resource, everything scoped to the stack."""
+"""Least privilege: no wildcard action or broad resource in any form, everything scoped to the stack."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -118,3 +119,26 @@ def test_wildcard_detector_catches_admin_statements():
     assert wildcard_violations(admin) == ["Admin"]
     assert wildcard_violations(s3_all) == ["S3"]
     assert wildcard_violations(scoped) == []
+
+
+@pytest.mark.parametrize(("action", "resource"), [
+    ("s3:GetObject", "arn:aws:s3:::*"), ("s3:GetObject", "arn:aws:s3:::*/prefix/*"),
+    ("glue:StartJobRun", "arn:aws:glue:*:*:job/x"), ("glue:StartJobRun", "arn:aws:glue:r:1:job/*"),
+    ("s3:Get*", "arn:aws:s3:::b/p/*"), ("*:*", "arn:aws:s3:::b/p/*"), ("s3:GetObject", "*"),
+    ("logs:PutLogEvents", "arn:*"), ("cloudwatch:PutMetricData", "*"),  # no Condition
+])
+def test_wildcards_in_any_form_are_caught(action, resource):
+    stmt = {"Sid": "X", "Effect": "Allow", "Action": [action], "Resource": [resource]}
+    assert wildcard_violations({"Statement": [stmt]}) == ["X"]
+
+
+def test_not_action_and_not_resource_are_caught_and_scoped_patterns_pass():
+    for key in ("NotAction", "NotResource"):
+        stmt = {"Sid": key, "Effect": "Allow", key: ["iam:*"], "Resource": ["arn:aws:s3:::b/*"]}
+        assert wildcard_violations({"Statement": [stmt]}) == [key]
+    fine = [("s3:GetObject", "arn:aws:s3:::bucket/dms/*"),
+            ("glue:GetTable", "arn:aws:glue:us-east-1:1:table/airbnb/*"),
+            ("logs:PutLogEvents", "arn:aws:logs:us-east-1:1:log-group:/aws/lambda/f:*")]
+    for action, resource in fine:
+        stmt = {"Sid": "ok", "Effect": "Allow", "Action": [action], "Resource": [resource]}
+        assert wildcard_violations({"Statement": [stmt]}) == [], (action, resource)
