@@ -1,4 +1,4 @@
-"""Least privilege: no wildcard action or broad resource in any form, everything scoped to the stack."""
+"""Least privilege: no wildcard action or broad resource in any form, all scoped to the stack."""
 
 from __future__ import annotations
 
