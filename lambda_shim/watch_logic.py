@@ -71,8 +71,15 @@ def start_after(state: WatchState, full_scan: bool) -> str | None:
 
 def observe(state: WatchState, listed: Iterable[S3Object], now: float,
             full_scan: bool = False) -> list[S3Object]:
-    """Record a listing; returns the objects not seen before (now pending)."""
+    """Record a listing; returns the objects not seen before (now pending). A full
+    listing also forgets keys that are gone (quarantined or removed), so `seen` stays
+    the size of the prefix, not of its history."""
     new = []
+    listed = list(listed)
+    if full_scan:
+        present = {o.key for o in listed}
+        for key in [k for k in state.seen if k not in present and k not in state.pending]:
+            del state.seen[key]
     for obj in listed:
         if state.seen.get(obj.key) == obj.etag:
             continue

@@ -154,3 +154,14 @@ def test_an_object_is_done_only_when_a_run_covering_it_succeeded(events):
     in_flight = {x.key for objs in s.in_flight.values() for x in objs}
     landed = {PREFIX + n for n, _ in events}
     assert done | set(s.pending) | in_flight == landed
+
+
+def test_a_full_listing_forgets_keys_that_are_gone() -> None:
+    s = logic.WatchState()
+    logic.observe(s, [o("20261122-100000001.csv"), o("bad.csv.gz")], 0.0)
+    logic.record_accepted(s, 1.0, "jr_1", ["20261122-100000001.csv", "bad.csv.gz"])
+    logic.observe(s, [o("20261122-100000001.csv")], 2.0, full_scan=True)  # bad one moved
+    assert set(s.seen) == {PREFIX + "20261122-100000001.csv"}
+    # an incremental listing (after the cursor) proves nothing about absent keys
+    logic.observe(s, [], 3.0)
+    assert set(s.seen) == {PREFIX + "20261122-100000001.csv"}
