@@ -117,7 +117,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     except ServiceError:
         env = {}
     runs, emitter = job_runs(env), rt.emitter_state()
-    health = pipeline_health(rt, env, statuses, runs, emitter)
+    flow = pipeline_health(rt, env, statuses, runs, emitter)
     if args.json:
         dsn = env.get(settings.ENV_PG_DSN)
         print(json.dumps({
@@ -130,7 +130,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             "catalog_uri": env.get(settings.ENV_CATALOG_URI),
             "env_file": str(Path(rt.where) / "cdclab.env") if rt.name == "embedded" else None,
             "emitter": emitter_summary(emitter),
-            "pipeline": health.to_json(),
+            "pipeline": flow.to_json(),
             "quarantine": quarantine_summary(env, STATUS_REASONS, runs),
         }, indent=2, default=str))
     else:
@@ -152,11 +152,11 @@ def cmd_status(args: argparse.Namespace) -> int:
             print()
             for line in lines(quarantine_summary(env, STATUS_REASONS, runs), STATUS_REASONS):
                 print(line)
-        print("\npipeline: " + ("data is flowing" if health.ok else "STALLED OR FAILING"))
-        for problem in health.problems:
+        print("\npipeline: " + ("data is flowing" if flow.ok else "STALLED OR FAILING"))
+        for problem in flow.problems:
             print(f"  {problem}")
     all_up = all(s.running and s.healthy for s in statuses)
-    return 0 if all_up and health.ok else 3
+    return 0 if all_up and flow.ok else 3
 
 
 STATUS_REASONS = 3  # the newest quarantine reasons status shows

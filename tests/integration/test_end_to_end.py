@@ -155,6 +155,10 @@ def test_cli_reports_status_and_reconcile_as_json(running_pipeline) -> None:
     assert doc["pipeline"]["facts"]["consecutive_failed_runs"] == 0
     assert doc["pipeline"]["facts"]["slot"]["active"] is True
     assert status.returncode == 0, status.stderr
+    text = subprocess.run([sys.executable, "-m", "cdclab.cli", "status"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert text.returncode == 0, text.stdout + text.stderr
+    assert "pipeline: data is flowing" in text.stdout and "quarantine:" in text.stdout
 
 
 OWN_SCRIPT = """
