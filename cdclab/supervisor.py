@@ -31,6 +31,9 @@ from cdclab.services.base import (
 STACK_FILE = "stack.json"
 ENV_FILE = "cdclab.env"
 PORT_ENV_PREFIX = "CDCLAB_PORT_"  # e.g. CDCLAB_PORT_POSTGRES=5432 pins a port
+# The state dir holds credentials and data: the owner's only. As root, PostgreSQL runs
+# as the unprivileged `cdclab` user, which must traverse it (search, not list: 0711).
+STATE_DIR_MODE = 0o711 if os.geteuid() == 0 else 0o700
 
 Progress = Callable[[str], None]
 
@@ -90,6 +93,8 @@ def _proc_start_time(pid: int) -> str | None:
 class Stack:
     def __init__(self, state_dir: Path | None = None, progress: Progress | None = None):
         self.state_dir = (state_dir or settings.state_dir()).resolve()
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.state_dir.chmod(STATE_DIR_MODE)
         self.progress = progress or (lambda msg: None)
         self.services = {s.name: s for s in all_services()}
         self._record = self._load_record()

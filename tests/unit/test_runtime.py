@@ -68,3 +68,19 @@ def test_from_the_host_without_docker_the_credentials_are_a_clear_error(monkeypa
     rt = runtime.ComposeRuntime(environ={"CDCLAB_PORT_POSTGRES": "15432"})
     with pytest.raises(ServiceError, match="no docker CLI"):
         rt.env()
+
+
+def test_the_state_dir_is_the_owners_only(tmp_path) -> None:
+    """Credentials and data live there: 0700, or 0711 as root (PostgreSQL then runs as
+    the cdclab user and must traverse it, never list it)."""
+    import os
+    import stat
+
+    from cdclab.supervisor import Stack
+
+    state = tmp_path / "state"
+    state.mkdir(mode=0o755)
+    Stack(state_dir=state)
+    mode = stat.S_IMODE(state.stat().st_mode)
+    assert mode == (0o711 if os.geteuid() == 0 else 0o700)
+    assert stat.S_IMODE((state / "credentials.json").stat().st_mode) == 0o600
