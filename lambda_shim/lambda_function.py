@@ -41,14 +41,15 @@ class GlueJobAlreadyRunning(RuntimeError):
     the local watcher keeps the event pending and backs off)."""
 
 
-def object_keys(event: dict) -> list[str]:
-    # S3 URL-encodes keys in notifications (space -> '+'); unquote_plus undoes exactly that.
-    return [unquote_plus(r["s3"]["object"]["key"]) for r in event.get("Records", [])]
-
-
 def object_refs(event: dict) -> list[tuple[str, str]]:
+    """(bucket, key) of each record. S3 URL-encodes keys in notifications (space -> '+');
+    unquote_plus undoes exactly that."""
     return [(r["s3"]["bucket"]["name"], unquote_plus(r["s3"]["object"]["key"]))
             for r in event.get("Records", [])]
+
+
+def object_keys(event: dict) -> list[str]:
+    return [key for _, key in object_refs(event)]
 
 
 def csv_layout() -> object_gate.CsvLayout:
@@ -103,11 +104,12 @@ def lambda_handler(event, context):
     job_name = os.environ.get("GLUE_JOB_NAME", DEFAULT_JOB_NAME)
     prefix = os.environ.get("QUARANTINE_PREFIX", DEFAULT_QUARANTINE_PREFIX)
     request_id = getattr(context, "aws_request_id", "")
-    keys = object_keys(event)
+    refs = object_refs(event)
+    keys = [key for _, key in refs]
     logger.info("%d new object(s) for Glue job %s: %s", len(keys), job_name, keys)
     s3, layout = s3_client(), csv_layout()
     good, quarantined = [], []
-    for bucket, key in object_refs(event):
+    for bucket, key in refs:
         verdict, defect = check_object(s3, bucket, key, layout)
         if verdict == "bad":
             target = quarantine(s3, bucket, key, defect, prefix, request_id)
