@@ -74,13 +74,22 @@ def glue_with_job(ctx: StackContext, job: str, script: Path, source: str):
     return glue
 
 
-def test_files_landing_during_a_run_are_not_stranded(empty_bronze, tmp_path: Path):
-    minio = empty_bronze
+@pytest.fixture()
+def glue_api(empty_bronze, tmp_path: Path):
+    """The local Glue API (no Spark) beside the test's MinIO: the context to reach both.
+    Stopped after the test (which stops its watcher first)."""
+    ctx = StackContext(state_dir=tmp_path / "state", env=dict(empty_bronze["env"]))
+    running = launch(GlueApiService(warm=False), ctx, mounts=(tmp_path,))
+    try:
+        yield ctx
+    finally:
+        running.stop()
+
+
+def test_files_landing_during_a_run_are_not_stranded(empty_bronze, glue_api, tmp_path: Path):
     p = settings.load_pipeline()
     bucket, prefix, job = p.lake.bronze_bucket, p.bronze_prefix, p.glue_job.name
-    s3 = minio["s3"]
-    ctx = StackContext(state_dir=tmp_path / "state", env=dict(minio["env"]))
-    glue_running = launch(GlueApiService(warm=False), ctx, mounts=(tmp_path,))
+    s3, ctx = empty_bronze["s3"], glue_api
     watcher = WatcherService(interval=0.2, full_scan_seconds=3)
     watcher_running = None
     try:
@@ -124,7 +133,6 @@ def test_files_landing_during_a_run_are_not_stranded(empty_bronze, tmp_path: Pat
     finally:
         if watcher_running is not None:
             watcher_running.stop()
-        glue_running.stop()
 
 
 FAILS_ONCE = """
@@ -136,14 +144,11 @@ if not marker.exists():
 """
 
 
-def test_a_failed_run_gets_its_files_a_later_run_without_a_new_upload(empty_bronze,
+def test_a_failed_run_gets_its_files_a_later_run_without_a_new_upload(empty_bronze, glue_api,
                                                                     tmp_path: Path):
-    minio = empty_bronze
     p = settings.load_pipeline()
     bucket, job = p.lake.bronze_bucket, p.glue_job.name
-    s3 = minio["s3"]
-    ctx = StackContext(state_dir=tmp_path / "state", env=dict(minio["env"]))
-    glue_running = launch(GlueApiService(warm=False), ctx, mounts=(tmp_path,))
+    s3, ctx = empty_bronze["s3"], glue_api
     watcher_running = None
     try:
         glue = glue_with_job(ctx, job, tmp_path / "fails_once.py", FAILS_ONCE)
@@ -160,19 +165,15 @@ def test_a_failed_run_gets_its_files_a_later_run_without_a_new_upload(empty_bron
     finally:
         if watcher_running:
             watcher_running.stop()
-        glue_running.stop()
 
 
-def test_bad_objects_are_quarantined_and_the_good_ones_still_get_a_run(empty_bronze,
-                                                                       tmp_path: Path):
+def test_bad_objects_are_quarantined_and_the_good_ones_still_get_a_run(
+        empty_bronze, glue_api, tmp_path: Path):
     """The Lambda's gate on real MinIO: an object the job could not read is moved to the
     quarantine prefix with its reason (nothing lost), and the run starts for the rest."""
-    minio = empty_bronze
     p = settings.load_pipeline()
     bucket, prefix, job = p.lake.bronze_bucket, p.bronze_prefix, p.glue_job.name
-    s3 = minio["s3"]
-    ctx = StackContext(state_dir=tmp_path / "state", env=dict(minio["env"]))
-    glue_running = launch(GlueApiService(warm=False), ctx, mounts=(tmp_path,))
+    s3, ctx = empty_bronze["s3"], glue_api
     watcher_running = None
     header = b"Op,id\n"
     poison = {  # name -> (body, words of the reason)
@@ -214,4 +215,3 @@ def test_bad_objects_are_quarantined_and_the_good_ones_still_get_a_run(empty_bro
     finally:
         if watcher_running is not None:
             watcher_running.stop()
-        glue_running.stop()
