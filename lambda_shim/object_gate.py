@@ -126,8 +126,8 @@ def _lines(chunks: Iterable[bytes], counter: list[int]) -> Iterator[str]:
             # the lines before the bad byte go to the parser first, so the defect names
             # the record it is in
             text = e.object[:e.start].decode("utf-8")
-            bad = Defect(f"not UTF-8: byte 0x{e.object[e.start]:02x} at offset "
-                         f"{offset - held + e.start}")
+            bad = (f"not UTF-8: byte 0x{e.object[e.start]:02x} at offset "
+                   f"{offset - held + e.start}")
         offset += len(chunk)
         pending += text
         parts = pending.split("\n")
@@ -138,7 +138,7 @@ def _lines(chunks: Iterable[bytes], counter: list[int]) -> Iterator[str]:
             counter[0] += 1
             yield part + "\n"
         if bad:
-            raise _Bad(Defect(bad.reason, line=counter[0] + 1))
+            raise _Bad(Defect(bad, line=counter[0] + 1))
     try:
         pending += decoder.decode(b"", final=True)
     except UnicodeDecodeError as e:
