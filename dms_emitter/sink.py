@@ -94,12 +94,8 @@ class LocalDirSink:
         root.mkdir(parents=True, exist_ok=True)
 
     def put(self, name: str, body: bytes) -> None:
-        tmp = self.root / f".{name}.tmp"
-        with open(tmp, "wb") as f:
+        with self.writer(name) as f:
             f.write(body)
-            f.flush()
-            os.fsync(f.fileno())
-        tmp.replace(self.root / name)
 
     def names(self, startswith: str = "") -> list[str]:
         return sorted(p.name for p in self.root.glob(f"{startswith}*") if p.is_file()
