@@ -135,11 +135,15 @@ def cmd_status(args: argparse.Namespace) -> int:
         }, indent=2, default=str))
     else:
         print(f"runtime: {rt.name} ({rt.where})")
-        print(f"{'service':<14}{'state':<10}{'health':<10}{'pid':<9}address")
+        print(f"{'service':<14}{'state':<10}{'health':<10}{'pid':<9}{'restarts':<10}address")
         for s in statuses:
             state = "running" if s.running else "stopped"
             health = ("healthy" if s.healthy else "unhealthy") if s.running else "-"
-            print(f"{s.name:<14}{state:<10}{health:<10}{s.pid or '-'!s:<9}{s.address}")
+            print(f"{s.name:<14}{state:<10}{health:<10}{s.pid or '-'!s:<9}{s.restarts:<10}"
+                  f"{s.address}")
+        for s in statuses:
+            if s.note:
+                print(f"  {s.name}: {s.note}")
         if env.get(settings.ENV_PG_DSN):
             # the password stays out of terminals and screen shares
             print(f"\npostgres: {mask_password(env[settings.ENV_PG_DSN])}")
@@ -380,6 +384,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("cdclab: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `cdclab status | head`: the reader has had enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -8,27 +8,37 @@ start and kept, so addresses stay stable across `down`/`up`.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
-from collections.abc import Callable, Iterable
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from cdclab import credentials, settings
 from cdclab.atomic import write_json
+from cdclab.restart_policy import ServiceLife, describe
 from cdclab.services.base import (
+    ProcessSpec,
     Service,
     ServiceError,
     StackContext,
     free_port,
     pid_alive,
     port_is_free,
+    python_module,
     start_process,
     stop_pid,
     wait_until,
 )
 
 STACK_FILE = "stack.json"
+LOCK_FILE = "stack.lock"  # held by whoever starts or stops services: CLI, tests, keeper
+KEEPER = "keeper"  # the process that restarts services that die (cdclab.keeper)
+KEEPER_FILE = "keeper.json"  # what it saw and did, per service (restart_policy.ServiceLife)
 ENV_FILE = "cdclab.env"
 PORT_ENV_PREFIX = "CDCLAB_PORT_"  # e.g. CDCLAB_PORT_POSTGRES=5432 pins a port
 # The state dir holds credentials and data: the owner's only. As root, PostgreSQL runs
@@ -80,6 +90,20 @@ class ServiceStatus:
     healthy: bool
     pid: int | None
     address: str
+    restarts: int = 0  # by the supervisor (embedded) or the restart policy (compose)
+    note: str = ""  # what the supervisor saw: died when, restart when, why
+
+
+class KeeperService(Service):
+    """The supervisor's own process: restarts services that die, with back-off."""
+
+    name = KEEPER
+
+    def process(self, ctx: StackContext) -> ProcessSpec:
+        return ProcessSpec(python_module("cdclab.keeper"))
+
+    def healthy(self, ctx: StackContext) -> bool:
+        return True
 
 
 def _proc_start_time(pid: int) -> str | None:
@@ -103,13 +127,53 @@ class Stack:
         self.ctx.env[settings.ENV_STATE_DIR] = str(self.state_dir)
         self.ctx.env[settings.ENV_CACHE_DIR] = str(settings.cache_dir())
         self.ctx.env.update(read_env_file(self.state_dir / ENV_FILE))
+        self._lock_fd: int | None = None
+        self._lock_depth = 0
+        self._children: dict[str, subprocess.Popen] = {}  # what this process started
 
     # --- persistent record --------------------------------------------------------
     def _load_record(self) -> dict:
         path = self.state_dir / STACK_FILE
-        if path.exists():
-            return json.loads(path.read_text())
-        return {"ports": {}, "pids": {}}
+        record = json.loads(path.read_text()) if path.exists() else {}
+        record.setdefault("ports", {})
+        record.setdefault("pids", {})
+        # services `up` asked for and `down` did not stop: what the keeper keeps running
+        record.setdefault("wanted", [n for n in record["pids"] if n != KEEPER])
+        return record
+
+    def _refresh(self) -> None:
+        """Re-read stack.json: the keeper or another CLI may have changed it."""
+        if self._lock_depth == 0:
+            self._record = self._load_record()
+            self.ctx.ports.update(self._record["ports"])
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the stack lock (re-entrant in this process): one starter/stopper at a
+        time, so `down` never races the keeper's restart of what it is stopping."""
+        if self._lock_depth == 0:
+            fd = os.open(self.state_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                self.progress("waiting for the stack lock (the supervisor may be "
+                              "restarting a service)")
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            self._lock_fd = fd
+            self._record = self._load_record()
+            self.ctx.ports.update(self._record["ports"])
+        self._lock_depth += 1
+        try:
+            yield
+        finally:
+            self._lock_depth -= 1
+            if self._lock_depth == 0 and self._lock_fd is not None:
+                os.close(self._lock_fd)  # releases the flock
+                self._lock_fd = None
+
+    def wanted(self) -> list[str]:
+        self._refresh()
+        return [n for n in self.services if n in self._record["wanted"]]
 
     def _save_record(self) -> None:
         self._record["ports"] = self.ctx.ports
@@ -144,54 +208,99 @@ class Stack:
 
     # --- processes ------------------------------------------------------------------
     def pid_of(self, name: str) -> int | None:
+        self._refresh()
         entry = self._record["pids"].get(name)
         if not entry:
             return None
         pid, started = entry["pid"], entry.get("start_time")
+        child = self._children.get(name)
+        if child is not None and child.pid == pid and child.poll() is not None:
+            return None  # our child, reaped here so its exit status is kept
         # A PID is ours only if its start time matches: never signal a reused PID.
         if pid_alive(pid) and _proc_start_time(pid) == started:
             return pid
         return None
 
-    def up(self, names: Iterable[str] | None = None) -> None:
-        wanted = list(names or self.services)
-        for name in self.services:  # keep start order
-            if name not in wanted:
-                continue
-            service = self.services[name]
-            self._allocate_ports(service)
-            service.prepare(self.ctx)
-            if self.pid_of(name) is None:
-                self._check_ports_free(service)
-                self.progress(f"starting {name}")
-                proc = start_process(service, self.ctx)
-                self._record["pids"][name] = {
-                    "pid": proc.pid, "start_time": _proc_start_time(proc.pid),
-                }
+    def exit_code(self, name: str) -> int | None:
+        """How a service this process started ended (negative: the signal); None if it
+        was not ours or still runs."""
+        child = self._children.get(name)
+        return child.poll() if child is not None else None
+
+    def _start(self, service: Service) -> subprocess.Popen:
+        proc = start_process(service, self.ctx)
+        self._children[service.name] = proc
+        self._record["pids"][service.name] = {
+            "pid": proc.pid, "start_time": _proc_start_time(proc.pid),
+        }
+        self._save_record()
+        return proc
+
+    def up(self, names: Iterable[str] | None = None, *, keep: bool = True) -> None:
+        """Start services (in start order) and wait until each is healthy; with `keep`,
+        also the keeper, which restarts any of them that dies."""
+        asked = list(names or self.services)
+        with self.locked():
+            for name in self.services:  # keep start order
+                if name not in asked:
+                    continue
+                service = self.services[name]
+                self._allocate_ports(service)
+                service.prepare(self.ctx)
+                if name not in self._record["wanted"]:
+                    self._record["wanted"].append(name)
+                if self.pid_of(name) is None:
+                    self._check_ports_free(service)
+                    self.progress(f"starting {name}")
+                    proc = self._start(service)
+                    wait_until(
+                        lambda s=service: s.healthy(self.ctx), service.startup_timeout(),
+                        name, proc, self.ctx.log_path(name),
+                    )
+                service.after_start(self.ctx)
+                self.progress(f"{name} ready at {service.address(self.ctx)}")
                 self._save_record()
-                wait_until(
-                    lambda s=service: s.healthy(self.ctx), service.startup_timeout(),
-                    name, proc, self.ctx.log_path(name),
-                )
-            service.after_start(self.ctx)
-            self.progress(f"{name} ready at {service.address(self.ctx)}")
-            self._save_record()
-            self._write_env_file()
+                self._write_env_file()
+            if keep and self.pid_of(KEEPER) is None:
+                proc = self._start(KeeperService())
+                self.progress(f"supervisor started (pid {proc.pid}): services that die "
+                              "are restarted with back-off")
 
     def down(self, names: Iterable[str] | None = None) -> None:
-        wanted = set(names or self.services)
-        for name in reversed(list(self.services)):
-            if name not in wanted:
-                continue
-            pid = self.pid_of(name)
-            if pid is not None:
-                self.progress(f"stopping {name} (pid {pid})")
-                stop_pid(pid)
-            self._record["pids"].pop(name, None)
+        stopping = set(names or self.services)
+        with self.locked():
+            self._record["wanted"] = [n for n in self._record["wanted"] if n not in stopping]
+            if not self._record["wanted"]:
+                self._stop(KEEPER)  # first: nothing may restart what is being stopped
+            for name in reversed(list(self.services)):
+                if name in stopping:
+                    self._stop(name)
+            self._save_record()
+
+    def _stop(self, name: str) -> None:
+        pid = self.pid_of(name)
+        if pid is not None:
+            self.progress(f"stopping {name} (pid {pid})")
+            stop_pid(pid)
+        self._record["pids"].pop(name, None)
         self._save_record()
+
+    def lives(self) -> dict[str, ServiceLife]:
+        """What the keeper saw of each service (keeper.json)."""
+        try:
+            data = json.loads((self.state_dir / KEEPER_FILE).read_text())
+        except (OSError, ValueError):
+            return {}
+        services = data.get("services", {}) if isinstance(data, dict) else {}
+        return {n: ServiceLife.from_json(v) for n, v in services.items() if isinstance(v, dict)}
+
+    def save_lives(self, lives: dict[str, ServiceLife]) -> None:
+        write_json(self.state_dir / KEEPER_FILE,
+                   {"services": {n: life.to_json() for n, life in lives.items()}})
 
     def status(self) -> list[ServiceStatus]:
         result = []
+        lives, now = self.lives(), time.time()
         for name, service in self.services.items():
             pid = self.pid_of(name)
             healthy = False
@@ -203,7 +312,16 @@ class Stack:
             address = service.address(self.ctx) if all(
                 p in self.ctx.ports for p in service.port_names
             ) else "-"
-            result.append(ServiceStatus(name, pid is not None, healthy, pid, address))
+            life = lives.get(name, ServiceLife())
+            result.append(ServiceStatus(name, pid is not None, healthy, pid, address,
+                                        life.restarts, describe(life, now)))
+        wanted = self.wanted()
+        if wanted:  # the keeper matters while anything is meant to run
+            pid = self.pid_of(KEEPER)
+            result.append(ServiceStatus(
+                KEEPER, pid is not None, pid is not None, pid, "-",
+                note="" if pid else "not running: a service that dies stays down; "
+                "`cdclab up` starts it again"))
         return result
 
     def env(self) -> dict[str, str]:

@@ -2,17 +2,15 @@
 would), Docker's restart policy brings the container back by itself, its health check
 reports it healthy again, and silver still equals source with no duplicate ids.
 
-Containers backend only: on the embedded runtime nothing restarts a dead service yet.
+Containers backend only: the embedded runtime's keeper is tested in test_supervisor and
+by the crash tests of test_end_to_end.
 """
 
 from __future__ import annotations
 
 import os
 import random
-import re
 import threading
-import time
-from datetime import datetime
 
 import psycopg
 import pytest
@@ -31,34 +29,6 @@ pytestmark = [
 
 SEED = int(os.environ.get("CDCLAB_TEST_SEED", random.randrange(1_000_000)))
 SERVICES = ["postgres", "minio", "iceberg-rest", "glue", "emitter", "watcher"]
-
-
-def _docker_time(text: str) -> datetime:
-    """Docker's RFC 3339 times carry up to 9 fraction digits (trailing zeros trimmed)."""
-    m = re.fullmatch(r"(.{19})(?:\.(\d+))?(Z|[+-]\d\d:\d\d)", text)
-    zone = "+00:00" if m[3] == "Z" else m[3]
-    return datetime.fromisoformat(f"{m[1]}.{(m[2] or '0')[:6].ljust(6, '0')}{zone}")
-
-
-def _fresh_healthy(state: dict) -> bool:
-    """Healthy by a probe of this start: right after a restart Docker still shows the
-    previous run's "healthy" before any new probe (seen: the Glue API reported healthy
-    0.7 s after its crash, before it listened)."""
-    health = state.get("Health") or {}
-    started = _docker_time(state["StartedAt"])
-    probes = [p for p in health.get("Log") or [] if _docker_time(p["Start"]) > started]
-    return health.get("Status") == "healthy" and bool(probes) and probes[-1]["ExitCode"] == 0
-
-
-def _wait_restarted(stack, name: str, before: int, timeout: float = 240) -> float:
-    start = time.monotonic()
-    while time.monotonic() - start < timeout:
-        state = stack.container_state(name)
-        if stack.restarts(name) > before and state.get("Running") and _fresh_healthy(state):
-            return time.monotonic() - start
-        time.sleep(1)
-    raise AssertionError(f"{name} was not restarted healthy by its restart policy "
-                         f"within {timeout}s: {stack.container_state(name)}")
 
 
 def test_every_service_dies_and_its_restart_policy_brings_it_back(stack) -> None:
@@ -86,7 +56,7 @@ def test_every_service_dies_and_its_restart_policy_brings_it_back(stack) -> None
         thread.start()
         done.wait(rng.uniform(0.3, 1.5))
         before = stack.crash(name)
-        recovered[name] = round(_wait_restarted(stack, name, before), 1)
+        recovered[name] = round(stack.wait_restarted(name, before), 1)
         thread.join()
     print(f"restarted by Docker (seconds to healthy): {recovered}")
     wait_for_drain(stack.env, current_wal_lsn(dsn), timeout=600)

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from cdclab import settings
@@ -74,6 +77,18 @@ class ComposeStackHandle(StackHandle):
         out = subprocess.run(["docker", "inspect", "--format", "{{.RestartCount}}", cid],
                              capture_output=True, text=True, check=True).stdout
         return int(out.strip())
+
+    def wait_restarted(self, name: str, before: int, timeout: float = 240) -> float:
+        """Seconds until the restart policy brought `name` back, healthy by a probe of
+        this start."""
+        start = time.monotonic()
+        while time.monotonic() - start < timeout:
+            state = self.container_state(name)
+            if self.restarts(name) > before and state.get("Running") and fresh_healthy(state):
+                return time.monotonic() - start
+            time.sleep(1)
+        raise AssertionError(f"{name} was not restarted healthy by its restart policy "
+                             f"within {timeout}s: {self.container_state(name)}")
 
     def container_state(self, name: str) -> dict:
         """`docker inspect` State of a service's container."""
@@ -134,3 +149,20 @@ def compose_stack() -> Iterator[StackHandle]:
                 [*compose.compose_command_property, "--profile", "cli", "--profile", "spark",
                  "down", "--volumes", "--remove-orphans", "--timeout", "20"],
                 cwd=settings.REPO_ROOT, capture_output=True, timeout=300)
+
+
+def docker_time(text: str) -> datetime:
+    """Docker's RFC 3339 times carry up to 9 fraction digits (trailing zeros trimmed)."""
+    m = re.fullmatch(r"(.{19})(?:\.(\d+))?(Z|[+-]\d\d:\d\d)", text)
+    zone = "+00:00" if m[3] == "Z" else m[3]
+    return datetime.fromisoformat(f"{m[1]}.{(m[2] or '0')[:6].ljust(6, '0')}{zone}")
+
+
+def fresh_healthy(state: dict) -> bool:
+    """Healthy by a probe of this start: right after a restart Docker still shows the
+    previous run's "healthy" before any new probe (seen: the Glue API reported healthy
+    0.7 s after its crash, before it listened)."""
+    health = state.get("Health") or {}
+    started = docker_time(state["StartedAt"])
+    probes = [p for p in health.get("Log") or [] if docker_time(p["Start"]) > started]
+    return health.get("Status") == "healthy" and bool(probes) and probes[-1]["ExitCode"] == 0

@@ -106,8 +106,35 @@ class StackHandle:
         """How the CLI reaches this stack."""
         return {**os.environ, settings.ENV_STATE_DIR: str(self.state_dir)}
 
+    def crash(self, name: str) -> int:
+        """The service dies (SIGKILL, as an OOM kill would) and is left to the supervisor's
+        keeper to restart. Returns the restart count before the crash."""
+        before = self.restarts(name)
+        self.kill(name)
+        return before
+
+    def restarts(self, name: str) -> int:
+        assert self._stack is not None
+        life = self._stack.lives().get(name)
+        return life.restarts if life else 0
+
+    def wait_restarted(self, name: str, before: int, timeout: float = 240) -> float:
+        """Seconds until the keeper restarted `name` and it answers its health check."""
+        assert self._stack is not None
+        service, start = self._stack.services[name], time.monotonic()
+        while time.monotonic() - start < timeout:
+            if self.restarts(name) > before and self.pid_of(name) is not None:
+                try:
+                    if service.healthy(self._stack.ctx):
+                        return time.monotonic() - start
+                except Exception:  # not answering yet
+                    pass
+            time.sleep(0.2)
+        raise AssertionError(f"{name} was not restarted healthy by the supervisor within "
+                             f"{timeout}s: {self._stack.lives().get(name)}")
+
     def kill(self, *names: str) -> None:
-        """Crash services: SIGKILL, no clean shutdown (restart them with `start`)."""
+        """Crash services: SIGKILL, no clean shutdown (the keeper restarts them)."""
         for name in names:
             pid = self.pid_of(name)
             assert pid is not None, f"{name} is not running"

@@ -1,0 +1,120 @@
+"""The embedded stack's keeper: restarts any wanted service that dies, with back-off.
+
+`cdclab up` starts it (python -m cdclab.keeper); `cdclab down` stops it first. Every
+second it takes the stack lock, looks at each service `up` asked for, and restarts the
+dead ones when restart_policy says so. What it saw goes to keeper.json, which
+`cdclab status` shows; what it did goes to logs/keeper.log. The containers' equivalent is
+compose's `restart: unless-stopped`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from datetime import UTC, datetime
+
+from cdclab import settings
+from cdclab.restart_policy import (
+    RestartPolicy,
+    ServiceLife,
+    died,
+    restart_due,
+    restarted,
+    seen_running,
+    start_failed,
+)
+from cdclab.supervisor import KEEPER, Stack
+
+PASS_SECONDS = 1.0
+MAX_ERROR_CHARS = 400
+
+
+def log(msg: str) -> None:
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    print(f"{stamp} keeper: {msg}", flush=True)
+
+
+def last_log_line(stack: Stack, name: str) -> str | None:
+    """The dead service's last words, from the end of its log."""
+    try:
+        with open(stack.ctx.log_path(name), "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 4096))
+            lines = [x for x in f.read().decode(errors="replace").splitlines() if x.strip()]
+    except OSError:
+        return None
+    return lines[-1][-MAX_ERROR_CHARS:] if lines else None
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:MAX_ERROR_CHARS]
+
+
+class Keeper:
+    def __init__(self, stack: Stack, policy: RestartPolicy | None = None):
+        self.stack = stack
+        self.policy = policy or RestartPolicy()
+
+    def still_in_charge(self) -> bool:
+        """False once `down` stopped everything or another keeper was started."""
+        return self.stack.pid_of(KEEPER) == os.getpid() and bool(self.stack.wanted())
+
+    def tend(self) -> bool:
+        """One pass; False when there is nothing left to keep."""
+        if not self.stack.state_dir.is_dir():
+            return False  # the state dir was removed: the stack is gone
+        with self.stack.locked():
+            if not self.still_in_charge():
+                return False
+            lives = self.stack.lives()
+            wanted = self.stack.wanted()
+            for name in list(lives):
+                if name not in wanted:
+                    del lives[name]
+            for name in wanted:  # start order: infrastructure before the pipeline
+                self.tend_one(name, lives.setdefault(name, ServiceLife()))
+            self.stack.save_lives(lives)
+        return True
+
+    def tend_one(self, name: str, life: ServiceLife) -> None:
+        now = time.time()
+        if self.stack.pid_of(name) is not None:
+            seen_running(life, now)
+            return
+        if not life.is_down:
+            words = last_log_line(self.stack, name)
+            died(life, now, self.policy, self.stack.exit_code(name),
+                 f"last log line: {words}" if words else None)
+            exit_text = "unknown" if life.last_exit is None else life.last_exit
+            log(f"{name} died (exit {exit_text}); restart in "
+                f"{life.next_attempt_at - now:.0f}s (attempt {life.consecutive})")
+        if not restart_due(life, now):
+            return
+        log(f"restarting {name} (attempt {life.consecutive})")
+        try:
+            self.stack.up([name], keep=False)
+        except Exception as exc:  # any failure to start is retried later, never fatal
+            start_failed(life, time.time(), self.policy, first_line(exc))
+            log(f"{name} did not start: {life.last_error}; next attempt in "
+                f"{life.next_attempt_at - time.time():.0f}s")
+        else:
+            restarted(life, time.time())
+            log(f"{name} is back (restart {life.restarts})")
+
+
+def main() -> int:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    stack = Stack(settings.state_dir(), progress=log)
+    keeper = Keeper(stack)
+    log(f"keeping {', '.join(stack.wanted()) or 'nothing'} in {stack.state_dir}")
+    while keeper.tend():
+        time.sleep(PASS_SECONDS)
+    log("nothing left to keep; exiting")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

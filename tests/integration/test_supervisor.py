@@ -1,0 +1,124 @@
+"""The embedded supervisor's keeper: a service that dies is restarted with back-off, status
+says so, and `down` stops the keeper before anything else. Real PostgreSQL and MinIO
+processes; the containers' equivalent (restart policies) is test_container_faults.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from cdclab import settings
+from cdclab.services.base import pid_alive
+from cdclab.supervisor import KEEPER, Stack
+from tests.resources.stack import EMBEDDED, backend
+from tests.resources.stack_dirs import temp_state_dir
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(backend() != EMBEDDED, reason="the embedded supervisor's keeper"),
+]
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[Stack]:
+    with temp_state_dir("keeper") as state:
+        stack = Stack(state)
+        try:
+            stack.up(["postgres", "minio"])
+            yield stack
+        finally:
+            stack.down()
+
+
+def wait_for(check: Callable[[], object], timeout: float, what: str) -> object:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"{what} within {timeout:.0f}s")
+
+
+def healthy(stack: Stack, name: str) -> bool:
+    try:
+        return bool(stack.services[name].healthy(stack.ctx))
+    except Exception:  # not answering yet
+        return False
+
+
+def crash(stack: Stack, name: str) -> int:
+    pid = stack.pid_of(name)
+    assert pid is not None, f"{name} is not running"
+    os.killpg(pid, signal.SIGKILL)
+    wait_for(lambda: not pid_alive(pid), 10, f"{name} (pid {pid}) to die")
+    return pid
+
+
+def status_json(stack: Stack) -> tuple[int, dict]:
+    env = {**os.environ, settings.ENV_STATE_DIR: str(stack.state_dir)}
+    done = subprocess.run([sys.executable, "-m", "cdclab.cli", "status", "--json"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    return done.returncode, {s["name"]: s for s in json.loads(done.stdout)["services"]}
+
+
+def test_a_killed_service_comes_back_and_status_says_so(stack: Stack) -> None:
+    for round_ in (1, 2):
+        old = crash(stack, "minio")
+        new = wait_for(lambda o=old: (p := stack.pid_of("minio")) not in (None, o) and p,
+                       15, "the keeper to restart minio")
+        wait_for(lambda: healthy(stack, "minio"), 30, "minio healthy")
+        assert new != old
+        _, services = status_json(stack)
+        minio = services["minio"]
+        assert minio["running"] and minio["restarts"] == round_
+        assert f"restarted {round_}x by the supervisor" in minio["note"]
+        assert services[KEEPER]["running"]
+    # the second run was the keeper's own child: it knows how it ended
+    assert stack.lives()["minio"].last_exit == -signal.SIGKILL
+    log = (stack.state_dir / "logs" / "keeper.log").read_text()
+    assert "minio died (exit -9)" in log and "minio is back (restart 2)" in log
+
+
+def test_a_service_that_cannot_start_is_retried_with_growing_waits(stack: Stack) -> None:
+    port = stack.ctx.ports["minio"]
+    crash(stack, "minio")
+    with socket.socket() as squatter:  # its port taken: every start fails, with a reason
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        life = wait_for(lambda: (x := stack.lives().get("minio")) and x.consecutive >= 4 and x,
+                        30, "four failed attempts")
+        assert life.is_down and "is busy" in life.last_error
+        assert life.next_attempt_at - life.down_since >= 1 + 2 + 4  # waits doubled
+        code, services = status_json(stack)
+        assert code == 3 and not services["minio"]["running"]
+        assert "restart attempt" in services["minio"]["note"]
+        assert "is busy" in services["minio"]["note"]
+    # the port is free again: back at the next attempt (8 s wait at most here)
+    wait_for(lambda: stack.pid_of("minio"), 20, "minio back once its port is free")
+    wait_for(lambda: healthy(stack, "minio"), 30, "minio healthy")
+
+
+def test_down_of_one_service_is_respected_and_full_down_stops_the_keeper(stack: Stack) -> None:
+    stack.down(["minio"])
+    time.sleep(3)  # three keeper passes
+    assert stack.pid_of("minio") is None and stack.pid_of(KEEPER) is not None
+    assert "minio" not in stack.wanted()
+    stack.up(["minio"])
+    keeper = stack.pid_of(KEEPER)
+    postgres = stack.pid_of("postgres")
+    stack.down()
+    assert not pid_alive(keeper) and not pid_alive(postgres)
+    time.sleep(2)
+    assert stack.pid_of("postgres") is None and stack.pid_of("minio") is None
+    stack.up(["postgres", "minio"])  # for any test after this one

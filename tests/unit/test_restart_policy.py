@@ -1,0 +1,90 @@
+"""The keeper's back-off: pure bookkeeping of deaths, restarts and failed starts."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cdclab.restart_policy import (
+    RestartPolicy,
+    ServiceLife,
+    describe,
+    died,
+    restart_due,
+    restarted,
+    seen_running,
+    start_failed,
+)
+
+POLICY = RestartPolicy(first_delay=1.0, max_delay=60.0, stable_seconds=60.0)
+
+
+@given(st.integers(min_value=1, max_value=10_000))
+def test_delay_doubles_from_the_first_up_to_the_cap(n: int) -> None:
+    assert POLICY.delay(1) == 1.0
+    assert POLICY.first_delay <= POLICY.delay(n) <= POLICY.max_delay
+    assert POLICY.delay(n + 1) >= POLICY.delay(n)
+    if POLICY.delay(n) < POLICY.max_delay:
+        assert POLICY.delay(n + 1) == min(POLICY.max_delay, 2 * POLICY.delay(n))
+
+
+# a service's history: ("run", seconds it ran before dying) or ("fail", a failed start)
+events = st.lists(st.one_of(
+    st.tuples(st.just("run"), st.floats(min_value=0, max_value=300)),
+    st.tuples(st.just("fail"), st.just(0.0)),
+), max_size=40)
+
+
+@given(events)
+def test_restarts_wait_the_policy_and_a_stable_run_resets_the_count(history) -> None:
+    life, now = ServiceLife(), 1000.0
+    seen_running(life, now)
+    for kind, seconds in history:
+        if kind == "run":  # restarted (if down), runs `seconds`, dies
+            if life.is_down:
+                before = life.restarts
+                restarted(life, now)
+                assert life.restarts == before + 1 and not life.is_down
+                assert not restart_due(life, now + 1e6)
+            was = life.consecutive
+            now += seconds
+            died(life, now, POLICY, -9, "killed")
+            assert life.is_down and life.last_exit == -9
+            assert life.consecutive == (was + 1 if seconds < POLICY.stable_seconds else 1)
+        else:  # the restart attempt fails
+            if not life.is_down:
+                died(life, now, POLICY, None, None)
+            was = life.consecutive
+            start_failed(life, now, POLICY, "port busy")
+            assert life.consecutive == was + 1 and life.last_error == "port busy"
+        due = life.next_attempt_at
+        assert due - now == pytest.approx(POLICY.delay(life.consecutive))
+        assert not restart_due(life, due - 0.001) and restart_due(life, due)
+        now = due
+
+
+def test_describe_says_what_happened_and_what_comes_next() -> None:
+    life = ServiceLife()
+    seen_running(life, 0.0)
+    assert describe(life, 5.0) == ""
+    died(life, 10.0, POLICY, -9, "last log line: bye")
+    text = describe(life, 10.5)
+    assert "exit -9" in text and "attempt 1 in 0s" in text and "bye" in text
+    restarted(life, 11.0)
+    assert "restarted 1x" in describe(life, 20.0)
+    died(life, 12.0, POLICY, None, None)
+    text = describe(life, 12.0)
+    assert "exit status unknown" in text and "attempt 2 in 2s" in text
+
+
+def test_a_service_someone_else_started_is_no_longer_down() -> None:
+    life = ServiceLife()
+    died(life, 10.0, POLICY, 1, None)
+    seen_running(life, 11.0)  # e.g. `cdclab up` ran before the keeper's attempt
+    assert not life.is_down and life.started_at == 11.0 and not restart_due(life, 99.0)
+
+
+def test_life_round_trips_through_json_and_ignores_unknown_keys() -> None:
+    life = ServiceLife(restarts=3, consecutive=2, last_exit=-9, last_error="x")
+    assert ServiceLife.from_json({**life.to_json(), "future_key": 1}) == life
