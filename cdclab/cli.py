@@ -59,7 +59,8 @@ def cmd_down(args: argparse.Namespace) -> int:
 def emitter_summary(state: dict) -> dict:
     """What status shows of the emitter's state file (no secrets are in it)."""
     keys = ("phase", "last_file", "last_file_at", "files_written", "changes_written",
-            "confirmed_lsn", "confirmed_at", "slot_lag_bytes", "schema_changes")
+            "confirmed_lsn", "confirmed_at", "slot_lag_bytes", "schema_changes",
+            "resync_needed")
     summary = {k: state[k] for k in keys if k in state}
     table_keys = ("folder", "load_rows", "load_files", "files_written", "changes_written",
                   "last_file", "last_file_at", "last_lsn", "last_commit_at", "lag_seconds")
@@ -104,7 +105,8 @@ def pipeline_health(rt, env: dict[str, str], statuses, runs, emitter: dict):
                      watcher=rt.service_state("watcher") if "watcher" in running else None,
                      runs=runs, slot=ph.slot_row(env, slot), slot_name=slot,
                      emitter_running="emitter" in running,
-                     slot_expected=bool(emitter.get("confirmed_lsn")))
+                     slot_expected=bool(emitter.get("confirmed_lsn")),
+                     resync_needed=emitter.get("resync_needed"))
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -239,6 +241,23 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     return 0 if result.equal else 1
 
 
+def cmd_resync(args: argparse.Namespace) -> int:
+    from cdclab.resync import resync
+
+    stack = _embedded_only("resync")
+    report = resync(stack, args.table, progress=say, wait=not args.no_wait)
+    if args.json:
+        print(json.dumps(report.to_json(), default=str))
+    else:
+        say(f"resync of {', '.join(report.tables)} done: {report.archived_objects} earlier "
+            f"objects kept in {report.archive_location}")
+        if report.reconcile is not None:
+            verdict = "EQUAL" if report.reconcile["equal"] else "NOT EQUAL"
+            say(f"silver vs source: {verdict} ({report.reconcile['source_rows']} source rows, "
+                f"{report.reconcile['silver_rows']} silver rows)")
+    return 0 if report.reconcile is None or report.reconcile["equal"] else 1
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from cdclab.demo import run_demo
 
@@ -328,6 +347,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("reconcile", help="check that silver equals source (exit 1 if not)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_reconcile)
+    p = sub.add_parser("resync", help="re-snapshot the source (after a lost slot, a rebuilt "
+                       "source or lost emitter state) so silver equals it again")
+    p.add_argument("table", nargs="?", help="schema.table (default: every table, and the slot)")
+    p.add_argument("--no-wait", action="store_true",
+                   help="return once the emitter restarted, without draining and reconciling")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_resync)
     p = sub.add_parser("demo", help="the whole pipeline end to end, then reconcile")
     p.add_argument("--rows", type=int, default=5000)
     p.add_argument("--duration", type=float, default=20.0, help="workload seconds")

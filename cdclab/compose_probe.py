@@ -62,7 +62,8 @@ def health(name: str) -> bool:
         return port_answers(port_for(HEALTH_PORTS[name]))
     if name == "emitter":  # streaming (or a full-load-only task done), not re-loading
         state = settings.state_dir() / "emitter" / "state.json"
-        return json.loads(state.read_text()).get("phase") in ("streaming", "loaded")
+        doc = json.loads(state.read_text())  # and not stopped for a resync
+        return doc.get("phase") in ("streaming", "loaded") and not doc.get("resync_needed")
     if name == "watcher":  # listing: its state file rewritten within the last 90 s
         state = settings.state_dir() / "watcher" / "state.json"
         try:

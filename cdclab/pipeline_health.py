@@ -113,11 +113,21 @@ def assess_slot(h: Health, slot_name: str, slot: Mapping[str, Any] | None,
         h.problems.append(f"emitter: not connected to replication slot {slot_name}")
 
 
+def assess_resync(h: Health, resync_needed: Mapping[str, Any] | None) -> None:
+    """The emitter stopped because streaming on would diverge silently."""
+    if resync_needed:
+        h.problems.append(f"emitter: stopped since {resync_needed.get('at')}: "
+                          f"{resync_needed.get('reason')}; run `cdclab resync` to re-snapshot "
+                          "(old files are kept under the archive prefix)")
+
+
 def assess(now: float, *, watcher: Mapping[str, Any] | None,
            runs: Sequence[Mapping[str, Any]] | None, slot: Mapping[str, Any] | None,
-           slot_name: str, emitter_running: bool, slot_expected: bool) -> Health:
+           slot_name: str, emitter_running: bool, slot_expected: bool,
+           resync_needed: Mapping[str, Any] | None = None) -> Health:
     """`watcher`: its state while it runs (None when stopped: status says so already)."""
     h = Health()
+    assess_resync(h, resync_needed)
     assess_watcher(h, now, watcher)
     assess_runs(h, now, runs)
     assess_slot(h, slot_name, slot, emitter_running, slot_expected)

@@ -259,8 +259,25 @@ class ComposeRuntime(Runtime):
         rows = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
         return {r["Service"]: r for r in rows}
 
+    def _restart_counts(self, ps: dict[str, dict]) -> dict[str, int]:
+        """How often each container's restart policy restarted it (`docker inspect`)."""
+        ids = {row["ID"]: name for name, row in ps.items() if row.get("ID")}
+        if not ids:
+            return {}
+        done = subprocess.run(
+            ["docker", "inspect", "--format", "{{.Id}} {{.RestartCount}}", *ids],
+            capture_output=True, text=True, timeout=60)
+        counts = {}
+        for line in done.stdout.splitlines():
+            cid, _, count = line.partition(" ")
+            name = next((n for i, n in ids.items() if cid.startswith(i)), None)
+            if name and count.isdigit():
+                counts[name] = int(count)
+        return counts
+
     def status(self) -> list[ServiceStatus]:
         ps = self._ps()
+        restarts = self._restart_counts(ps)
         try:
             env = self.env()
         except ServiceError:
@@ -276,7 +293,10 @@ class ComposeRuntime(Runtime):
                 running = bool(answered) if answered is not None else False
                 healthy = running
             address = self._address(name)
-            result.append(ServiceStatus(name, running, healthy, None, address))
+            count = restarts.get(name, 0)
+            note = (f"restarted {count}x by its restart policy (unless-stopped)"
+                    if count else "")
+            result.append(ServiceStatus(name, running, healthy, None, address, count, note))
         if not ps and self.inside:
             # emitter/watcher have no endpoint; their containers' health checks cover them
             result = [s for s in result if s.name in PUBLISHED]

@@ -171,6 +171,9 @@ class LakeSettings:
     warehouse_prefix: str
     # objects the Lambda refused land under s3://<bronze_bucket>/<quarantine_prefix>/
     quarantine_prefix: str = "quarantine"
+    # `cdclab resync` moves the files of the earlier full load and its changes to
+    # s3://<bronze_bucket>/<archive_prefix>/<UTC time>/<key>: kept, no longer read
+    archive_prefix: str = "archive"
 
 
 @dataclass(frozen=True)

@@ -200,6 +200,10 @@ class Emitter:
 
     def run_once(self) -> str | None:
         cfg = self.cfg
+        waiting = self.state.get("resync_needed")
+        if waiting:  # said once; stays said until `cdclab resync` moves this state aside
+            raise SystemExit(f"dms_emitter: {waiting.get('reason')} (since "
+                             f"{waiting.get('at')}). Run `cdclab resync`.")
         with psycopg.connect(cfg.dsn, autocommit=True) as admin:
             self.selected = self.select_tables(admin)
             names = [t.plan.qualified for t in self.selected]
@@ -207,14 +211,17 @@ class Emitter:
             slot_lsn = repl.slot_confirmed_lsn(admin, cfg.slot)
             streaming = self.state.get("phase") == PHASE_STREAMING
             if streaming and slot_lsn is None:
-                raise SystemExit(
-                    f"dms_emitter: state {cfg.state_path} says streaming but slot {cfg.slot} "
-                    "is gone; changes may be lost. Delete the state file to redo the full "
-                    "load: its rows replace what silver holds, but rows deleted meanwhile "
-                    "stay in silver, so for an exact copy reset the lake too (cdclab demo "
-                    "--fresh, or `cdclab down && rm -rf .cdclab`)."
-                )
+                self.needs_resync(f"replication slot {cfg.slot} is gone: the changes since "
+                                  "it was dropped are lost")
+            if streaming and repl.slot_wal_status(admin, cfg.slot) == "lost":
+                self.needs_resync(f"replication slot {cfg.slot} is invalidated (wal_status "
+                                  "lost, max_slot_wal_keep_size): changes were lost")
             if not streaming and slot_lsn is not None:
+                if not self.state and self.earlier_files():
+                    self.needs_resync(
+                        f"the emitter's state {cfg.state_path} is gone while slot {cfg.slot} "
+                        "and the files of an earlier full load remain: a new full load "
+                        "would leave rows deleted meanwhile in silver")
                 self.log(f"slot {cfg.slot} exists but no full load of {names} finished "
                          "with it: dropping it and starting over")
                 repl.drop_slot(admin, cfg.slot)
@@ -222,8 +229,18 @@ class Emitter:
                 self.follow_selection(admin)
         conn = repl.ReplicationConnection(cfg.dsn, cfg.session)
         try:
+            system_id = conn.identify_system()
+            known_id = self.state.get("source_system_id")
+            if streaming and known_id and known_id != system_id:
+                self.needs_resync(f"the source database was rebuilt (system identifier "
+                                  f"{known_id} -> {system_id}): its LSNs restart, so the "
+                                  "old position means nothing")
+            if streaming and not known_id:  # a state file from before this check
+                self.save(source_system_id=system_id)
+            self.save(pid=os.getpid())  # checks passed: this process is the one at work
             if not streaming:
-                self.save(phase=PHASE_FULL_LOAD, last_file=None, tables={})
+                self.save(phase=PHASE_FULL_LOAD, last_file=None, tables={},
+                          source_system_id=system_id)
                 consistent_lsn, snapshot = conn.create_slot(cfg.slot)
                 if cfg.migration_type == "cdc":
                     self.start_tables_without_load(self.selected)
@@ -236,6 +253,18 @@ class Emitter:
             return self.stream(conn)
         finally:
             conn.close()
+
+    def needs_resync(self, reason: str) -> None:
+        """Stop rather than stream into a silent divergence: the reason goes to the state
+        file (`cdclab status` shows it) and `cdclab resync` is the way on."""
+        self.save(resync_needed={"reason": reason, "at": format_ts(datetime.now(UTC))})
+        raise SystemExit(f"dms_emitter: {reason}. Nothing more is written until "
+                         "`cdclab resync` re-snapshots the tables (old files are kept "
+                         "under the archive prefix)")
+
+    def earlier_files(self) -> bool:
+        """Does any selected table's folder hold files (of an earlier full load)?"""
+        return any(self.sink.child(t.plan.folder).names("") for t in self.selected)
 
     def follow_selection(self, admin: psycopg.Connection) -> None:
         """While streaming: tables newly selected (or found missing from the publication)
@@ -288,6 +317,7 @@ class Emitter:
         """MigrationType full-load: the tables as of one snapshot, no slot, no CDC; then
         nothing more to do until stopped."""
         cfg = self.cfg
+        self.save(pid=os.getpid())
         if self.state.get("phase") == PHASE_LOADED:
             self.log("full load already done (migration type full-load): idle")
         else:

@@ -171,6 +171,13 @@ def slot_confirmed_lsn(conn: psycopg.Connection, slot: str) -> int | None:
     return pg.parse_lsn(row[0]) if row[0] else 0
 
 
+def slot_wal_status(conn: psycopg.Connection, slot: str) -> str | None:
+    """`reserved`/`extended`/`unreserved`/`lost` (invalidated), None if no such slot."""
+    row = conn.execute("SELECT wal_status FROM pg_replication_slots WHERE slot_name = %s",
+                       (slot,)).fetchone()
+    return row[0] if row else None
+
+
 def wait_slot_released(conn: psycopg.Connection, slot: str, timeout: float = 30.0) -> None:
     """A crashed emitter's walsender may hold the slot for a moment after the crash."""
     deadline = time.monotonic() + timeout
@@ -299,6 +306,13 @@ class ReplicationConnection:
 
     def close(self) -> None:
         self.conn.close()
+
+    def identify_system(self) -> str:
+        """The source cluster's system identifier: a rebuilt or restored-elsewhere
+        database has a new one, and its LSNs mean nothing to the old state."""
+        row = self.conn.execute("IDENTIFY_SYSTEM").fetchone()
+        assert row is not None
+        return str(row[0])
 
     def create_slot(self, slot: str) -> tuple[int, str]:
         """(consistent point LSN, exported snapshot name). Import the snapshot elsewhere

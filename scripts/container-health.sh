@@ -12,7 +12,8 @@ case "$name" in
   minio) port="${CDCLAB_PORT_MINIO:-9000}" ;;
   iceberg-rest) port="${CDCLAB_PORT_ICEBERG_REST:-8181}" ;;
   glue) port="${CDCLAB_PORT_GLUE:-8090}" ;;
-  emitter) grep -Eq '"phase": *"(streaming|loaded)"' "$state/emitter/state.json"; exit ;;
+  emitter) grep -Eq '"phase": *"(streaming|loaded)"' "$state/emitter/state.json" &&
+           ! grep -q '"resync_needed"' "$state/emitter/state.json"; exit ;;
   # listing: its state file rewritten within WATCHER_STALE_SECONDS (cdclab/settings.py)
   watcher) (( $(date +%s) - $(stat -c %Y "$state/watcher/state.json") < 90 )); exit ;;
   *) exit 0 ;;

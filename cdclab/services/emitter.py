@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 from cdclab import settings
-from cdclab.services.base import ProcessSpec, Service, StackContext, python_module
+from cdclab.services.base import ProcessSpec, Service, StackContext, pid_alive, python_module
 from dms_emitter.emitter import HEALTHY_PHASES, read_state
+
+
+def emitter_healthy(state: dict) -> bool:
+    pid = state.get("pid")
+    return (state.get("phase") in HEALTHY_PHASES and not state.get("resync_needed")
+            and isinstance(pid, int) and pid_alive(pid))
 
 
 class EmitterService(Service):
@@ -16,8 +22,9 @@ class EmitterService(Service):
 
     def healthy(self, ctx: StackContext) -> bool:
         """Streaming: the full load is in the bucket and CDC is running (or, for a
-        full-load task, the full load is done)."""
-        return read_state(ctx.state_dir / "emitter" / "state.json").get("phase") in HEALTHY_PHASES
+        full-load task, the full load is done), by a live emitter that passed its start
+        checks (it writes its pid then), not one stopped for a resync."""
+        return emitter_healthy(read_state(ctx.state_dir / "emitter" / "state.json"))
 
     def address(self, ctx: StackContext) -> str:
         p = settings.load_pipeline()

@@ -8,8 +8,11 @@ by the crash tests of test_end_to_end.
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import subprocess
+import sys
 import threading
 
 import psycopg
@@ -59,6 +62,12 @@ def test_every_service_dies_and_its_restart_policy_brings_it_back(stack) -> None
         recovered[name] = round(stack.wait_restarted(name, before), 1)
         thread.join()
     print(f"restarted by Docker (seconds to healthy): {recovered}")
+    status = subprocess.run([sys.executable, "-m", "cdclab.cli", "status", "--json"],
+                            env=stack.cli_env, capture_output=True, text=True, timeout=120)
+    shown = {s["name"]: s for s in json.loads(status.stdout)["services"]}
+    for name in SERVICES:  # status says so
+        assert shown[name]["restarts"] >= 1, shown[name]
+        assert "restart policy" in shown[name]["note"]
     wait_for_drain(stack.env, current_wal_lsn(dsn), timeout=600)
     result = reconcile(stack.env)
     assert result.equal, f"seed {SEED}: {result.to_json()}"

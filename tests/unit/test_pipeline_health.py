@@ -65,3 +65,11 @@ def test_slot_invalidated_missing_or_not_connected() -> None:
     assert check(slot={}, slot_expected=False).ok  # a new lab: no slot yet
     assert check(slot=None).ok  # PostgreSQL cannot be asked: status shows it down
     assert check(slot={"active": False, "wal_status": "reserved"}, emitter_running=False).ok
+
+
+def test_an_emitter_waiting_for_resync_is_a_problem_that_names_the_command() -> None:
+    h = assess(NOW, watcher=None, runs=None, slot={}, slot_name="s", emitter_running=False,
+               slot_expected=False,
+               resync_needed={"reason": "the source database was rebuilt", "at": "t0"})
+    assert not h.ok
+    assert any("rebuilt" in p and "cdclab resync" in p for p in h.problems), h.problems
