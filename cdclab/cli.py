@@ -236,6 +236,9 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
             print(f"  missing in silver {result.missing_in_silver}, extra in silver "
                   f"{result.extra_in_silver}, different {result.different}")
             print(f"  first mismatching ids: {result.mismatching_keys}")
+            if result.duplicate_ids:
+                print(f"  ids held more than once in silver ({result.duplicate_rows} extra "
+                      f"rows): {result.duplicate_ids}")
             for ex in result.examples:
                 print(f"  id {ex['id']}:\n    source {ex['source']}\n    silver {ex['silver']}")
     return 0 if result.equal else 1

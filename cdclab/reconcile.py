@@ -8,6 +8,7 @@ last_updated_ts) are not part of the source and are left out.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -35,6 +36,9 @@ class ReconcileResult:
     different: int = 0
     mismatching_keys: list[int] = field(default_factory=list)  # first MAX_REPORTED_KEYS
     examples: list[dict] = field(default_factory=list)  # a few side-by-side diffs
+    # ids silver holds more than once (a keyed comparison alone would hide them)
+    duplicate_ids: list[int] = field(default_factory=list)  # first MAX_REPORTED_KEYS
+    duplicate_rows: int = 0  # rows beyond the first of each duplicated id
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -52,7 +56,10 @@ def expected_silver(source_rows: Iterable[Mapping[str, Any]]) -> dict[int, Recor
     return expected
 
 
-def compare(expected: Mapping[int, Record], actual: Mapping[int, Record]) -> ReconcileResult:
+def compare(expected: Mapping[int, Record], actual: Mapping[int, Record],
+            duplicates: Mapping[int, int] | None = None) -> ReconcileResult:
+    """`duplicates`: id -> how many rows silver holds for it, for ids held twice or more."""
+    duplicates = duplicates or {}
     missing = sorted(set(expected) - set(actual))
     extra = sorted(set(actual) - set(expected))
     different = sorted(k for k in set(expected) & set(actual) if expected[k] != actual[k])
@@ -65,15 +72,18 @@ def compare(expected: Mapping[int, Record], actual: Mapping[int, Record]) -> Rec
         }
         for k in keys[:3]
     ]
+    extra_rows = sum(n - 1 for n in duplicates.values())
     return ReconcileResult(
-        equal=not keys,
+        equal=not keys and not duplicates,
         source_rows=len(expected),
-        silver_rows=len(actual),
+        silver_rows=len(actual) + extra_rows,
         missing_in_silver=len(missing),
         extra_in_silver=len(extra),
         different=len(different),
         mismatching_keys=keys[:MAX_REPORTED_KEYS],
         examples=examples,
+        duplicate_ids=sorted(duplicates)[:MAX_REPORTED_KEYS],
+        duplicate_rows=extra_rows,
     )
 
 
@@ -112,20 +122,33 @@ def silver_catalog(env: Mapping[str, str]):
     )
 
 
-def read_silver(env: Mapping[str, str]) -> dict[int, Record]:
+def keyed(rows: Iterable[Record]) -> tuple[dict[int, Record], dict[int, int]]:
+    """Silver rows by id (the first of each), and the ids held more than once."""
+    by_id: dict[int, Record] = {}
+    counts: Counter[int] = Counter()
+    for row in rows:
+        counts[row[0]] += 1
+        by_id.setdefault(row[0], row)
+    return by_id, {k: n for k, n in counts.items() if n > 1}
+
+
+def read_silver_rows(env: Mapping[str, str]) -> list[Record]:
     from pyiceberg.exceptions import NoSuchTableError
 
     lake = settings.load_pipeline().lake
     try:
         table = silver_catalog(env).load_table(f"{lake.glue_database}.{lake.silver_table}")
     except NoSuchTableError:
-        return {}
+        return []
     arrow = table.scan(selected_fields=BUSINESS_COLUMNS).to_arrow()
-    return {
-        row["id"]: tuple(row[c] for c in BUSINESS_COLUMNS) for row in arrow.to_pylist()
-    }
+    return [tuple(row[c] for c in BUSINESS_COLUMNS) for row in arrow.to_pylist()]
+
+
+def read_silver(env: Mapping[str, str]) -> dict[int, Record]:
+    return keyed(read_silver_rows(env))[0]
 
 
 def reconcile(env: Mapping[str, str]) -> ReconcileResult:
     expected = expected_silver(read_source(env[settings.ENV_PG_DSN]))
-    return compare(expected, read_silver(env))
+    actual, duplicates = keyed(read_silver_rows(env))
+    return compare(expected, actual, duplicates)

@@ -83,3 +83,14 @@ def test_status_masks_the_database_password() -> None:
     assert (mask_password("postgresql://cdclab:s3cr:et@127.0.0.1:5432/airbnb_db")
             == "postgresql://cdclab:***@127.0.0.1:5432/airbnb_db")
     assert mask_password("postgresql://127.0.0.1/db") == "postgresql://127.0.0.1/db"
+
+
+def test_an_id_silver_holds_twice_makes_it_unequal_even_with_equal_values() -> None:
+    from cdclab.reconcile import compare, keyed
+
+    row = (7, "u", "n", None, "c", None, None, None)
+    actual, duplicates = keyed([row, row, (8, *row[1:])])
+    result = compare({7: row, 8: (8, *row[1:])}, actual, duplicates)
+    assert not result.equal
+    assert result.duplicate_ids == [7] and result.duplicate_rows == 1
+    assert result.silver_rows == 3 and result.mismatching_keys == []
