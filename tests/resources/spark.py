@@ -9,7 +9,9 @@ up on each use instead of keeping the first.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -17,6 +19,7 @@ from collections.abc import Mapping
 import pytest
 
 _STATE = tempfile.mkdtemp(prefix="cdclab-glue-state-")
+atexit.register(shutil.rmtree, _STATE, ignore_errors=True)  # tests clean up after themselves
 
 
 def glue_session(env: Mapping[str, str] | None = None,
