@@ -3,7 +3,8 @@
 `cdclab up` starts it (python -m cdclab.keeper); `cdclab down` stops it first. Every
 second it takes the stack lock, looks at each service `up` asked for, and restarts the
 dead ones when restart_policy says so. What it saw goes to keeper.json, which
-`cdclab status` shows; what it did goes to logs/keeper.log. The containers' equivalent is
+`cdclab status` shows; what it did goes to logs/keeper.log. Every 30 s it also rotates
+the logs (log_rotation), so a stack left running keeps bounded logs. The containers' equivalent is
 compose's `restart: unless-stopped`.
 """
 
@@ -16,6 +17,7 @@ import time
 from datetime import UTC, datetime
 
 from cdclab import settings
+from cdclab.log_rotation import rotate_all
 from cdclab.restart_policy import (
     RestartPolicy,
     ServiceLife,
@@ -28,6 +30,7 @@ from cdclab.restart_policy import (
 from cdclab.supervisor import KEEPER, Stack
 
 PASS_SECONDS = 1.0
+ROTATE_EVERY_SECONDS = 30.0  # log sizes are checked this often (log_rotation)
 MAX_ERROR_CHARS = 400
 
 
@@ -105,12 +108,26 @@ class Keeper:
             log(f"{name} is back (restart {life.restarts})")
 
 
+def rotate_logs(stack: Stack) -> None:
+    try:
+        rotated = rotate_all(stack.state_dir / "logs")
+    except OSError as exc:  # a full disk must not stop the restarts
+        log(f"log rotation failed: {exc}")
+        return
+    if rotated:
+        log(f"rotated {', '.join(rotated)}")
+
+
 def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     stack = Stack(settings.state_dir(), progress=log)
     keeper = Keeper(stack)
     log(f"keeping {', '.join(stack.wanted()) or 'nothing'} in {stack.state_dir}")
+    last_rotation = 0.0
     while keeper.tend():
+        if time.monotonic() - last_rotation > ROTATE_EVERY_SECONDS:
+            rotate_logs(stack)
+            last_rotation = time.monotonic()
         time.sleep(PASS_SECONDS)
     log("nothing left to keep; exiting")
     return 0

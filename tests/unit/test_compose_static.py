@@ -351,3 +351,16 @@ def test_every_published_port_moves_with_a_variable_listed_in_env_example(tmp_pa
     for name, port in published:
         assert port in moved.values(), f"{name} publishes {port}: no CDCLAB_PORT_* moves it"
     assert len({port for _, port in published}) == len(published)  # no two on one port
+
+
+def test_long_running_services_restart_and_keep_bounded_logs(config) -> None:
+    """Containers' share of issue 11: restart policies and rotated logs."""
+    for name, service in config["services"].items():
+        if service.get("restart", "no") == "no":
+            continue  # one-shot: credentials, init, cli
+        # glue-aws: on-failure:3, so missing AWS credentials do not loop forever
+        assert service["restart"] in ("unless-stopped", "on-failure:3"), name
+        logging = service.get("logging") or {}
+        assert logging.get("driver") == "json-file", name
+        assert logging.get("options", {}).get("max-size") and \
+            logging["options"].get("max-file"), name
