@@ -73,13 +73,15 @@ class Keeper:
             if not self.still_in_charge():
                 return False
             lives = self.stack.lives()
+            before = {n: life.to_json() for n, life in lives.items()}
             wanted = self.stack.wanted()
             for name in list(lives):
                 if name not in wanted:
                     del lives[name]
             for name in wanted:  # start order: infrastructure before the pipeline
                 self.tend_one(name, lives.setdefault(name, ServiceLife()))
-            self.stack.save_lives(lives)
+            if {n: life.to_json() for n, life in lives.items()} != before:
+                self.stack.save_lives(lives)  # only on change: no fsync every second
         return True
 
     def tend_one(self, name: str, life: ServiceLife) -> None:

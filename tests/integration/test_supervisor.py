@@ -13,10 +13,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import pytest
 
 from cdclab import settings
+from cdclab.restart_policy import RestartPolicy
 from cdclab.services.base import pid_alive
 from cdclab.supervisor import KEEPER, Stack
 from tests.resources.stack import EMBEDDED, backend
@@ -71,7 +73,58 @@ def status_json(stack: Stack) -> tuple[int, dict]:
     return done.returncode, {s["name"]: s for s in json.loads(done.stdout)["services"]}
 
 
+def fresh(stack: Stack, name: str) -> None:
+    """Stop and start `name` with a keeper pass in between: the keeper forgets services
+    that are not wanted, so its restart count and back-off start again from zero."""
+    stack.down([name])
+    wait_for(lambda: name not in stack.lives(), 10, f"the keeper to forget {name}")
+    stack.up([name])
+
+
+@contextmanager
+def squat(stack: Stack, name: str) -> Iterator[object]:
+    """Crash `name` and take its port before the keeper restarts it (if the keeper was
+    quicker, crash it again)."""
+    port = stack.ctx.ports[name]
+    for _ in range(10):
+        crash(stack, name)
+        squatter = socket.socket()
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            squatter.bind(("127.0.0.1", port))
+        except OSError:  # restarted already
+            squatter.close()
+            wait_for(lambda: healthy(stack, name), 30, f"{name} healthy")
+            continue
+        with squatter:
+            squatter.listen()
+            yield stack.lives().get(name) or True
+        return
+    raise AssertionError(f"could not take {name}'s port between its crash and restart")
+
+
+def test_a_service_that_cannot_start_is_retried_with_growing_waits(stack: Stack) -> None:
+    policy = RestartPolicy()
+    fresh(stack, "minio")
+    with squat(stack, "minio"):  # its port taken: every start fails, with a reason
+        first = wait_for(lambda: (x := stack.lives().get("minio")) and x.is_down and x,
+                         10, "the keeper to see minio dead").consecutive
+        life = wait_for(lambda: (x := stack.lives().get("minio")) and
+                        x.consecutive >= first + 2 and x, 60, "two failed attempts")
+        assert life.is_down and "is busy" in life.last_error
+        waited = sum(policy.delay(n) for n in range(first, life.consecutive + 1))
+        assert life.next_attempt_at - life.down_since >= waited - 1  # the waits doubled
+        code, services = status_json(stack)
+        assert code == 3 and not services["minio"]["running"]
+        assert "restart attempt" in services["minio"]["note"]
+        assert "is busy" in services["minio"]["note"]
+    # the port is free again: started by hand, the keeper takes it as running again
+    stack.up(["minio"])
+    wait_for(lambda: not stack.lives()["minio"].is_down, 10, "the keeper to see minio up")
+
+
 def test_a_killed_service_comes_back_and_status_says_so(stack: Stack) -> None:
+    fresh(stack, "minio")
     for round_ in (1, 2):
         old = crash(stack, "minio")
         new = wait_for(lambda o=old: (p := stack.pid_of("minio")) not in (None, o) and p,
@@ -87,26 +140,6 @@ def test_a_killed_service_comes_back_and_status_says_so(stack: Stack) -> None:
     assert stack.lives()["minio"].last_exit == -signal.SIGKILL
     log = (stack.state_dir / "logs" / "keeper.log").read_text()
     assert "minio died (exit -9)" in log and "minio is back (restart 2)" in log
-
-
-def test_a_service_that_cannot_start_is_retried_with_growing_waits(stack: Stack) -> None:
-    port = stack.ctx.ports["minio"]
-    crash(stack, "minio")
-    with socket.socket() as squatter:  # its port taken: every start fails, with a reason
-        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        squatter.bind(("127.0.0.1", port))
-        squatter.listen()
-        life = wait_for(lambda: (x := stack.lives().get("minio")) and x.consecutive >= 4 and x,
-                        30, "four failed attempts")
-        assert life.is_down and "is busy" in life.last_error
-        assert life.next_attempt_at - life.down_since >= 1 + 2 + 4  # waits doubled
-        code, services = status_json(stack)
-        assert code == 3 and not services["minio"]["running"]
-        assert "restart attempt" in services["minio"]["note"]
-        assert "is busy" in services["minio"]["note"]
-    # the port is free again: back at the next attempt (8 s wait at most here)
-    wait_for(lambda: stack.pid_of("minio"), 20, "minio back once its port is free")
-    wait_for(lambda: healthy(stack, "minio"), 30, "minio healthy")
 
 
 def test_down_of_one_service_is_respected_and_full_down_stops_the_keeper(stack: Stack) -> None:
