@@ -83,9 +83,10 @@ def fresh(stack: Stack, name: str) -> None:
 
 @contextmanager
 def squat(stack: Stack, name: str) -> Iterator[object]:
-    """Crash `name` and take its port before the keeper restarts it (if the keeper was
-    quicker, crash it again)."""
-    port = stack.ctx.ports[name]
+    """Crash `name` and take its last port before the keeper restarts it (if the keeper
+    was quicker, crash it again). Its last port: MinIO's console, which no client used,
+    so no half-closed connection of the killed server holds it."""
+    port = stack.ctx.ports[stack.services[name].port_names[-1]]
     for _ in range(10):
         crash(stack, name)
         squatter = socket.socket()
