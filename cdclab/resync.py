@@ -32,7 +32,6 @@ from cdclab.atomic import write_json
 from cdclab.services.base import ServiceError
 
 Progress = Callable[[str], None]
-ACTIVE_RUN_STATES = ("STARTING", "RUNNING", "STOPPING", "WAITING")
 RUNS_END_TIMEOUT = 900.0
 
 
@@ -80,14 +79,12 @@ def stamp_now() -> str:
 # --- the steps (I/O) ---------------------------------------------------------------------
 def wait_for_runs_to_end(env: Mapping[str, str], progress: Progress,
                          timeout: float = RUNS_END_TIMEOUT) -> None:
-    from cdclab.services.glue_api import glue_call
+    from cdclab.drain import ACTIVE_STATES, job_runs
 
     job = settings.load_pipeline().glue_job.name
     deadline, said = time.monotonic() + timeout, 0.0
     while True:
-        runs = glue_call(env[settings.ENV_GLUE_ENDPOINT], "GetJobRuns",
-                         {"JobName": job, "MaxResults": 50}).get("JobRuns", [])
-        active = [r["Id"] for r in runs if r.get("JobRunState") in ACTIVE_RUN_STATES]
+        active = [r.run_id for r in job_runs(env) if r.state in ACTIVE_STATES]
         if not active:
             return
         if time.monotonic() > deadline:
