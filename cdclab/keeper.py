@@ -27,6 +27,7 @@ from cdclab.restart_policy import (
     seen_running,
     start_failed,
 )
+from cdclab.services.base import tail_lines
 from cdclab.supervisor import KEEPER, Stack
 
 PASS_SECONDS = 1.0
@@ -42,10 +43,7 @@ def log(msg: str) -> None:
 def last_log_line(stack: Stack, name: str) -> str | None:
     """The dead service's last words, from the end of its log."""
     try:
-        with open(stack.ctx.log_path(name), "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - 4096))
-            lines = [x for x in f.read().decode(errors="replace").splitlines() if x.strip()]
+        lines = [x for x in tail_lines(stack.ctx.log_path(name), 20) if x.strip()]
     except OSError:
         return None
     return lines[-1][-MAX_ERROR_CHARS:] if lines else None

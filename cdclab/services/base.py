@@ -147,9 +147,24 @@ def wait_until(
     raise ServiceError(f"{what} did not become healthy within {timeout:.0f}s.{tail}")
 
 
+def tail_lines(path: Path, n: int) -> list[str]:
+    """The last `n` lines of a file, read from its end (logs grow to many MB)."""
+    with open(path, "rb") as f:
+        end = f.seek(0, os.SEEK_END)
+        window = 4096
+        while True:
+            start = max(0, end - window)
+            f.seek(start)
+            data = f.read(end - start)
+            if start == 0 or data.count(b"\n") > n:
+                break
+            window *= 4
+    return data.decode(errors="replace").splitlines()[-n:]
+
+
 def _tail(log: Path, lines: int = 15) -> str:
     try:
-        text = log.read_text(errors="replace").splitlines()[-lines:]
+        text = tail_lines(log, lines)
     except OSError:
         return ""
     return f"\n--- last lines of {log} ---\n" + "\n".join(text)
