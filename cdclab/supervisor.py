@@ -141,11 +141,15 @@ class Stack:
         record.setdefault("wanted", [n for n in record["pids"] if n != KEEPER])
         return record
 
-    def _refresh(self) -> None:
+    def _reload(self) -> None:
         """Re-read stack.json: the keeper or another CLI may have changed it."""
+        self._record = self._load_record()
+        self.ctx.ports.update(self._record["ports"])
+
+    def _refresh(self) -> None:
+        """Reload, unless this process holds the lock (then the record is its own)."""
         if self._lock_depth == 0:
-            self._record = self._load_record()
-            self.ctx.ports.update(self._record["ports"])
+            self._reload()
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -160,8 +164,7 @@ class Stack:
                               "restarting a service)")
                 fcntl.flock(fd, fcntl.LOCK_EX)
             self._lock_fd = fd
-            self._record = self._load_record()
-            self.ctx.ports.update(self._record["ports"])
+            self._reload()
         self._lock_depth += 1
         try:
             yield
