@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import time
 import uuid
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import psycopg
@@ -21,6 +21,9 @@ from dms_emitter.dms_csv import parse_dms_csv
 from dms_emitter.emitter import Emitter, EmitterConfig
 from dms_emitter.sink import S3Sink, bronze_sink
 from tests.resources.launch import launch
+from tests.resources.waiting import wait_for as _wait_for
+
+wait_for = partial(_wait_for, every=0.5)  # this module's polling period
 
 pytestmark = pytest.mark.integration
 PIPE = settings.load_pipeline()
@@ -54,14 +57,6 @@ def replay(files: dict[str, list[dict]]) -> dict[str, dict]:
         else:
             table[r["id"]] = {c: r[c] for c in COLUMNS}
     return table
-
-
-def wait_for(check, timeout: float = 60.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.5)
 
 
 def reset_source(dsn: str, rows: int) -> None:

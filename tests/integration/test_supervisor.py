@@ -12,7 +12,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
@@ -23,6 +23,7 @@ from cdclab.services.base import pid_alive
 from cdclab.supervisor import KEEPER, Stack
 from tests.resources.stack import EMBEDDED, backend
 from tests.resources.stack_dirs import temp_state_dir
+from tests.resources.waiting import wait_for
 
 pytestmark = [
     pytest.mark.integration,
@@ -39,16 +40,6 @@ def stack() -> Iterator[Stack]:
             yield stack
         finally:
             stack.down()
-
-
-def wait_for(check: Callable[[], object], timeout: float, what: str) -> object:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"{what} within {timeout:.0f}s")
 
 
 def healthy(stack: Stack, name: str) -> bool:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import gzip
 import json
-import time
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import boto3
@@ -18,6 +18,9 @@ from cdclab.services.base import StackContext
 from cdclab.services.glue_api import GlueApiService
 from cdclab.services.watcher import WATCHER_STATE, WatcherService
 from tests.resources.launch import launch
+from tests.resources.waiting import wait_for as _wait_for
+
+wait_for = partial(_wait_for, every=0.1)  # this module's polling period
 
 pytestmark = pytest.mark.integration
 
@@ -41,16 +44,6 @@ def read_state(ctx: StackContext) -> dict:
 
 def runs(glue, job: str) -> list[dict]:
     return glue.get_job_runs(JobName=job)["JobRuns"]
-
-
-def wait_for(check, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def covered(glue, job: str, landed: dict[str, datetime]) -> bool:

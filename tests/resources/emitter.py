@@ -7,9 +7,9 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import psycopg
@@ -21,14 +21,9 @@ from dms_emitter.emitter import Emitter, EmitterConfig
 from dms_emitter.replication import inserts_publication
 from dms_emitter.sink import LocalDirSink
 from dms_emitter.table_mappings import TableMappings
+from tests.resources.waiting import wait_for as _wait_for
 
-
-def wait_for(check: Callable[[], object], timeout: float = 60.0, what: str = "it") -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.3)
+wait_for = partial(_wait_for, every=0.3)  # this module's polling period
 
 
 @dataclasses.dataclass
