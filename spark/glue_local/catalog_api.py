@@ -1,4 +1,5 @@
-"""Glue Data Catalog operations (databases and tables) with JSON persistence.
+"""Glue Data Catalog operations (databases and tables) with JSON persistence;
+partitions are glue_local.partitions_api.
 
 Each handler takes (ctx, request) and returns the response dict, like AWS Glue's JSON 1.1
 API; errors are GlueError with Glue's codes. State lives under
@@ -137,6 +138,11 @@ def _table_path(ctx, database: str, table: str) -> Path:
     return _db_dir(ctx, database) / "tables" / f"{table}.json"
 
 
+def partitions_path(ctx, database: str, table: str) -> Path:
+    """The table's partitions (glue_local.partitions_api), gone with the table."""
+    return _db_dir(ctx, database) / "partitions" / f"{table}.json"
+
+
 def _table_record(req: dict, database: str, created: float | None) -> dict:
     table_input = req.get("TableInput") or {}
     name = _name(table_input, "Name", "table name")
@@ -204,6 +210,7 @@ def delete_table(ctx, req: dict) -> dict:
         _table(ctx, database, name)
         _local_only(_table_path(ctx, database, name), f"table {database}.{name}")
         _table_path(ctx, database, name).unlink()
+        partitions_path(ctx, database, name).unlink(missing_ok=True)
     return {}
 
 

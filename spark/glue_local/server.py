@@ -3,7 +3,7 @@
 POST / with `X-Amz-Target: AWSGlue.<Operation>` and a JSON body; replies JSON, errors
 as HTTP 400 `{"__type": code, "message": ...}` so botocore raises
 `client.exceptions.<code>`. Operations come from jobs_api.OPERATIONS and, when present,
-catalog_api.OPERATIONS; each is `(ctx, request) -> response`.
+catalog_api.OPERATIONS and partitions_api.OPERATIONS; each is `(ctx, request) -> response`.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ def operations() -> dict[str, Operation]:
         log.warning("glue_local.catalog_api not found: Data Catalog operations disabled")
     else:
         ops.update(catalog_api.OPERATIONS)
+        ops.update(importlib.import_module("glue_local.partitions_api").OPERATIONS)
     return ops
 
 
