@@ -222,7 +222,9 @@ def test_unsupported_calls_fail_with_a_named_error(glue, spark) -> None:
 
     # PySpark re-raises the JVM's UnsupportedOperationException with its message
     dyf = DynamicFrame.fromDF(spark.createDataFrame([(1,)], ["id"]), glue, "u")
-    with pytest.raises(Exception, match="cdclab: DynamicFrame.unnest is not supported"):
-        dyf.unnest()
+    with pytest.raises(Exception, match="cdclab: DynamicFrame.unnest_ddb_json is not supp"):
+        dyf.unnest_ddb_json()
+    with pytest.raises(Exception, match="cdclab: unbox format avro is not supported"):
+        dyf.unbox("id", "avro")
     with pytest.raises(Exception, match="cdclab: connection_type dynamodb is not supported"):
         glue.create_dynamic_frame.from_options("dynamodb", {"paths": ["x"]})

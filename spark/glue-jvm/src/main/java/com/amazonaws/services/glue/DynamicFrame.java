@@ -18,8 +18,10 @@ import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.cdclab.glue.FieldPath;
 import org.cdclab.glue.GlueSchema;
+import org.cdclab.glue.Nesting;
 import org.cdclab.glue.PythonRecords;
 import org.cdclab.glue.Relationalize;
+import org.cdclab.glue.Unbox;
 import org.cdclab.glue.Unsupported;
 import scala.Option;
 import scala.collection.JavaConverters;
@@ -310,20 +312,58 @@ public class DynamicFrame {
     throw Unsupported.of("DynamicFrame.with_frame_schema");
   }
 
-  public Object splitFields(Object a, Object b, Object c, Object d, Object e) {
-    throw Unsupported.of("DynamicFrame.split_fields");
+  /** split_fields: [the given paths, everything else] (org.cdclab.glue.Nesting). */
+  public Seq<DynamicFrame> splitFields(Seq<String> paths, String ctx, CallSite cs, long t1,
+                                       long t2) {
+    List<List<String>> split = new ArrayList<>();
+    for (String p : list(paths)) split.add(FieldPath.split(p));
+    return toSeq(List.of(with(Nesting.project(df, split, true)),
+        with(Nesting.project(df, split, false))));
   }
 
-  public Object splitRows(Object a, Object b, Object c, Object d, Object e, Object f, Object g) {
-    throw Unsupported.of("DynamicFrame.split_rows");
+  /**
+   * split_rows: [records for which every comparison holds, the rest]. The n-th operator
+   * (!=, =, <=, <, >=, >) compares the n-th path with the n-th value, as AWS's Scala
+   * reference documents; a null or missing field satisfies no comparison.
+   */
+  public Seq<DynamicFrame> splitRows(Seq<String> paths, Seq<Object> values, Seq<String> operators,
+                                     String ctx, CallSite cs, long t1, long t2) {
+    List<String> p = list(paths);
+    List<Object> v = list(values);
+    List<String> o = list(operators);
+    if (p.size() != v.size() || p.size() != o.size()) {
+      throw new IllegalArgumentException("cdclab: split_rows needs as many values and "
+          + "operators as paths");
+    }
+    Column all = functions.lit(true);
+    for (int i = 0; i < p.size(); i++) {
+      List<String> seg = FieldPath.split(p.get(i));
+      Column c = resolves(seg) ? df.col(FieldPath.sparkName(seg)) : functions.lit(null);
+      Object value = v.get(i);
+      Column cmp = switch (o.get(i)) {
+        case "=" -> c.equalTo(value);
+        case "!=" -> c.notEqual(value);
+        case "<" -> c.lt(value);
+        case "<=" -> c.leq(value);
+        case ">" -> c.gt(value);
+        case ">=" -> c.geq(value);
+        default -> throw new IllegalArgumentException("cdclab: split_rows operator " + o.get(i)
+            + " is not one of !=, =, <=, <, >=, >");
+      };
+      all = all.and(functions.coalesce(cmp, functions.lit(false)));
+    }
+    return toSeq(List.of(with(df.where(all)), with(df.where(functions.not(all)))));
   }
 
-  public Object unbox(Object a, Object b, Object c, Object d, Object e, Object f, Object g) {
-    throw Unsupported.of("DynamicFrame.unbox");
+  /** unbox: a JSON or CSV string field parsed into a struct (org.cdclab.glue.Unbox). */
+  public DynamicFrame unbox(String path, String format, String options, String ctx, CallSite cs,
+                            long t1, long t2) {
+    return with(Unbox.apply(glue.sparkSession(), df, path, format, options));
   }
 
-  public Object unnest(Object a, Object b, Object c, Object d) {
-    throw Unsupported.of("DynamicFrame.unnest");
+  /** unnest: structs flattened into dotted top-level names (org.cdclab.glue.Nesting). */
+  public DynamicFrame unnest(String ctx, CallSite cs, long t1, long t2) {
+    return with(Nesting.unnest(df));
   }
 
   public Object unnestDDBJson(Object a, Object b, Object c, Object d) {
@@ -371,7 +411,7 @@ public class DynamicFrame {
     return false;
   }
 
-  private static Seq<String> toSeq(List<String> items) {
+  private static <T> Seq<T> toSeq(List<T> items) {
     return JavaConverters.asScalaBuffer(items).toSeq();
   }
 }
