@@ -155,6 +155,24 @@ class DmsSettings:
     bytea_format: str = "hex"  # hex | base64 | postgres
     timestamptz_time_zone: str = "UTC"
     interval_style: str = "postgres"  # PostgreSQL's IntervalStyle for interval values
+    # DataFormat parquet (CHAP_Target.S3 "Settings for using .parquet files"); AWS's
+    # defaults. The page/group sizes unset: the emitter uses DMS's defaults and
+    # `cdclab deploy` sends nothing.
+    parquet_version: str = "parquet-1-0"  # parquet-1-0 | parquet-2-0
+    parquet_timestamp_in_millisecond: bool = False
+    enable_statistics: bool = True
+    encoding_type: str = "rle-dictionary"  # rle-dictionary | plain
+    data_page_size: int | None = None  # bytes (DMS: 1 MiB)
+    row_group_length: int | None = None  # rows (DMS: 10,000)
+    dict_page_size_limit: int | None = None  # bytes (DMS: 1 MiB)
+    # Date-based folder partitioning (CHAP_Target.S3 "Using date-based folder
+    # partitioning"); AWS's defaults: off, YYYYMMDD, SLASH, UTC ("" sends nothing)
+    date_partition_enabled: bool = False
+    date_partition_sequence: str = "YYYYMMDD"
+    date_partition_delimiter: str = "SLASH"
+    date_partition_timezone: str = ""
+    # Not documented by AWS: LOAD files under the date folder of the load's start too
+    date_partition_full_load: bool = True
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,14 @@
 """Pure batcher: rows of committed transactions into files, like DMS's
 CdcMaxBatchInterval / CdcMinFileSize.
 
-A batch is due once its oldest row has waited `interval_s` or its rows reach
-`size_bytes`, also in the middle of a transaction: DMS's files are not transaction
-bounded, and memory stays bounded by the batch size, not the transaction's. (Rows arrive
-only for committed transactions, pgoutput protocol 1, so writing part of one is safe;
-the slot is confirmed only at transaction ends whose rows are all stored.) A file holds
-one table and one header: a schema change starts a new file.
+Rows are CSV lines (for Parquet in CsvFormat.line_format's layout, so memory and
+CdcMinFileSize count the same text bytes). A batch is due once its oldest row has waited
+`interval_s` or its rows reach `size_bytes`, also in the middle of a transaction: DMS's
+files are not transaction bounded, and memory stays bounded by the batch size, not the
+transaction's. (Rows arrive only for committed transactions, pgoutput protocol 1, so
+writing part of one is safe; the slot is confirmed only at transaction ends whose rows
+are all stored.) A file holds one table, one header (and, for Parquet, one set of column
+types) and one date folder: a schema change or a new commit date starts a new file.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ class Segment:
     folder: str  # the table's folder (<schema>/<table>)
     header: tuple[str, ...]  # the columns these rows carry
     lines: tuple[str, ...]  # encoded CSV rows
+    types: tuple = ()  # Parquet: the columns' ColumnType, in header order
+    partition: str = ""  # DatePartitionEnabled: the date folder below the table's
 
 
 def line_size(line: str) -> int:
@@ -51,27 +55,40 @@ class Transaction:
 
 
 @dataclass
-class Batch:
-    """Rows in runs of one table folder and one header; a table's runs keep its order."""
+class _Run:
+    folder: str
+    header: tuple[str, ...]
+    types: tuple
+    partition: str
+    lines: list[str] = field(default_factory=list)
 
-    runs: list[tuple[str, tuple[str, ...], list[str]]] = field(default_factory=list)
+
+@dataclass
+class Batch:
+    """Rows in runs of one table folder, header, types and date folder; a table's runs
+    keep its order."""
+
+    runs: list[_Run] = field(default_factory=list)
     last: dict[str, int] = field(default_factory=dict)  # folder -> index of its last run
     size: int = 0
     rows: int = 0
     opened_at: float = 0.0
 
-    def add(self, folder: str, header: tuple[str, ...], line: str, size: int = 0) -> None:
+    def add(self, folder: str, header: tuple[str, ...], line: str, size: int = 0,
+            types: tuple = (), partition: str = "") -> None:
         """`size`: the line's bytes, when the caller counts them (the batcher does)."""
         i = self.last.get(folder)
-        if i is None or self.runs[i][1] != header:
+        if i is None or (self.runs[i].header, self.runs[i].types,
+                         self.runs[i].partition) != (header, types, partition):
             self.last[folder] = i = len(self.runs)
-            self.runs.append((folder, header, []))
-        self.runs[i][2].append(line)
+            self.runs.append(_Run(folder, header, types, partition))
+        self.runs[i].lines.append(line)
         self.size += size
         self.rows += 1
 
     def files(self) -> list[Segment]:
-        return [Segment(folder, header, tuple(lines)) for folder, header, lines in self.runs]
+        return [Segment(r.folder, r.header, tuple(r.lines), r.types, r.partition)
+                for r in self.runs]
 
 
 class Batcher:
@@ -87,16 +104,17 @@ class Batcher:
     def pending(self) -> bool:
         return self._batch.rows > 0
 
-    def add_row(self, folder: str, header: tuple[str, ...], line: str, now: float) -> None:
+    def add_row(self, folder: str, header: tuple[str, ...], line: str, now: float,
+                types: tuple = (), partition: str = "") -> None:
         if not self._batch.rows:
             self._batch.opened_at = now
-        self._batch.add(folder, header, line, line_size(line))
+        self._batch.add(folder, header, line, line_size(line), types, partition)
 
     def add(self, txn: Transaction, now: float) -> None:
         """All rows of a transaction the builder collected whole."""
         for seg in txn.segments:
             for line in seg.lines:
-                self.add_row(seg.folder, seg.header, line, now)
+                self.add_row(seg.folder, seg.header, line, now, seg.types, seg.partition)
 
     def size_reached(self) -> bool:
         return self._batch.size >= self.size_bytes

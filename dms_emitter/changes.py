@@ -21,6 +21,7 @@ from dms_emitter.change_seq import (
     dms_change_seq,
     dms_time_prefix,
 )
+from dms_emitter.date_partition import DatePartitioning
 from dms_emitter.dms_csv import (
     OP_DELETE,
     OP_INSERT,
@@ -29,6 +30,7 @@ from dms_emitter.dms_csv import (
     encode_line,
     format_ts,
 )
+from dms_emitter.parquet_types import STRING_COLUMN, ColumnType, column_type
 from dms_emitter.schema_change import SchemaChange, Shape, shape_of
 from dms_emitter.source_types import PgType, SourceColumn, builtin
 from dms_emitter.table_mappings import (
@@ -54,7 +56,8 @@ PK_UPDATE_MODES = (PK_UPDATE_AS_UPDATE, PK_UPDATE_AS_DELETE_INSERT)
 TOAST_LOOKUP, TOAST_NULL = "lookup", "null"
 TOAST_MODES = (TOAST_LOOKUP, TOAST_NULL)
 
-RowSink = Callable[[str, tuple[str, ...], str], None]  # (folder, header, CSV line)
+# (folder, header, CSV line, Parquet column types or (), date folder or "")
+RowSink = Callable[[str, tuple[str, ...], str, tuple[ColumnType, ...], str], None]
 TypeResolver = Callable[[list[tuple[int, int]]], Mapping[tuple[int, int], PgType]]
 # (table, key column -> text value, wanted columns) -> {column: text} of the row now
 Lookup = Callable[[TablePlan, dict[str, str | None], list[str]],
@@ -93,6 +96,7 @@ class _Table:
     key: list[int]
     folder: str = ""
     plain: bool = False  # all columns kept and only the change sequence added
+    types: tuple[ColumnType, ...] = ()  # Parquet: every written column's, Op included
 
     @property
     def names(self) -> list[str]:
@@ -108,6 +112,7 @@ class _Open:
     number: int = -1  # the last change number given (DMS layout)
     time_prefix: str = ""  # DMS layout: the commit time part, the same for every row
     prefixes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # by Op
+    partition: str | None = None  # the commit date's folder (DatePartitionEnabled)
 
 
 class ChangeBuilder:
@@ -123,6 +128,7 @@ class ChangeBuilder:
         fail_on_lob_truncation: bool = False,
         on_row: RowSink | None = None,
         seq_layout: str = LAYOUT_DMS,
+        partitions: DatePartitioning | None = None,
     ) -> None:
         if pk_update not in PK_UPDATE_MODES:
             raise ValueError(f"pk_update {pk_update!r}: expected one of {PK_UPDATE_MODES}")
@@ -133,6 +139,8 @@ class ChangeBuilder:
         if seq_layout not in LAYOUTS:
             raise ValueError(f"change_seq_layout {seq_layout!r}: expected one of {LAYOUTS}")
         self.fmt, self.warn = fmt or CsvFormat(), warn
+        self._line_fmt = self.fmt.line_format
+        self.partitions = partitions or DatePartitioning()
         self.dms_layout = seq_layout == LAYOUT_DMS
         self._lsn: int | None = None  # WAL position of the change being fed
         self._fallback = 0  # change numbers when no WAL positions are given
@@ -223,8 +231,15 @@ class ChangeBuilder:
         added = spec.plan.added
         plain = (kept == list(range(len(names))) and len(added) == 1
                  and added[0].expression == CHANGE_SEQ_EXPRESSION)
+        types: tuple[ColumnType, ...] = ()
+        if self.fmt.parquet is not None:  # Op and timestamp columns, then the header's
+            prefix = len(self.fmt.fields("I" if self._op_column else None, "", ()))
+            types = (*(STRING_COLUMN,) * prefix,
+                     *(column_type(source[i].type, self.options) for i in kept),
+                     *(STRING_COLUMN,) * len(added))
         self._tables[rel.oid] = _Table(spec, source, shape, renderer, kept,
-                                       spec.plan.header(names), key, spec.plan.folder, plain)
+                                       spec.plan.header(names), key, spec.plan.folder, plain,
+                                       types)
 
     def _change(self, table: _Table, msg: pg.Insert | pg.Update | pg.Delete) -> None:
         if isinstance(msg, pg.Insert):
@@ -325,12 +340,14 @@ class ChangeBuilder:
             row = (*prefix, *values, seq)
         else:
             row = (*prefix, *table.spec.plan.row(table.kept, values, seq))
-        line = encode_line(row, self.fmt)
+        line = encode_line(row, self._line_fmt)
         self.last_change[table.folder] = (txn.final_lsn, txn.commit_ts)
+        if txn.partition is None:  # "based on transaction commit dates"
+            txn.partition = self.partitions.folder(pg.pg_timestamp(txn.commit_ts))
         if self.on_row is not None:
-            self.on_row(table.folder, table.header, line)
+            self.on_row(table.folder, table.header, line, table.types, txn.partition)
         else:
-            txn.rows.add(table.folder, table.header, line)
+            txn.rows.add(table.folder, table.header, line, 0, table.types, txn.partition)
 
 
 def lob_truncated(qualified: str, max_kb: int, counts: dict[str, int],

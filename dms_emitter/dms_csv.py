@@ -10,9 +10,14 @@ from __future__ import annotations
 import gzip
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 
 from cdclab.settings import DmsSettings
+from dms_emitter.parquet_types import (
+    DEFAULT_PAGE_BYTES,
+    DEFAULT_ROW_GROUP_LENGTH,
+    ParquetOptions,
+)
 
 OP_INSERT, OP_UPDATE, OP_DELETE = "I", "U", "D"
 OPS = (OP_INSERT, OP_UPDATE, OP_DELETE)
@@ -44,11 +49,23 @@ class CsvFormat:
     # Rfc4180 false: no quoting at all, values written as they are (a delimiter or a
     # newline inside one then ends it, as the S3 settings page says of a source)
     rfc4180: bool = True
+    # DataFormat parquet: these settings, and the CSV-only ones above do not apply
+    parquet: ParquetOptions | None = None
 
     @property
     def suffix(self) -> str:
-        """File name ending; ".gz" added for GZIP (DMS's exact name is not documented)."""
+        """File name ending; ".gz" added for GZIP (DMS's exact name is not documented).
+        Parquet compresses inside the file, which stays .parquet."""
+        if self.parquet is not None:
+            return ".parquet"
         return ".csv.gz" if self.gzip else ".csv"
+
+    @property
+    def line_format(self) -> CsvFormat:
+        """How rows are held in memory until written: the file's own CSV layout, or
+        for Parquet one lossless layout (NULL as a NUL character, which PostgreSQL text
+        never holds) that parquet_file.parse_rows reads back."""
+        return self if self.parquet is None else PARQUET_ROWS
 
     def compress(self, body: bytes) -> bytes:
         # level 6: about twice as fast as 9, on the one streaming thread
@@ -56,9 +73,9 @@ class CsvFormat:
 
     @classmethod
     def from_settings(cls, dms: DmsSettings) -> CsvFormat:
-        if dms.data_format != "csv":
-            raise ValueError(f"pipeline.toml [dms] data_format={dms.data_format!r}: the "
-                             "emitter writes csv only (parquet is not implemented yet)")
+        if dms.data_format not in ("csv", "parquet"):
+            raise ValueError(f"pipeline.toml [dms] data_format={dms.data_format!r}: "
+                             "expected csv or parquet")
         if dms.cdc_inserts_only and dms.cdc_inserts_and_updates:
             raise ValueError("pipeline.toml [dms]: cdc_inserts_only and "
                              "cdc_inserts_and_updates can't both be true (DMS refuses it)")
@@ -73,11 +90,22 @@ class CsvFormat:
                              " expected NONE or GZIP")
         ops = ((OP_INSERT,) if dms.cdc_inserts_only else
                (OP_INSERT, OP_UPDATE) if dms.cdc_inserts_and_updates else OPS)
+        gzipped = dms.compression_type.upper() == "GZIP"
+        parquet = None
+        if dms.data_format == "parquet":
+            try:
+                parquet = ParquetOptions(
+                    dms.parquet_version, dms.parquet_timestamp_in_millisecond,
+                    dms.enable_statistics, dms.encoding_type,
+                    dms.data_page_size or DEFAULT_PAGE_BYTES,
+                    dms.row_group_length or DEFAULT_ROW_GROUP_LENGTH,
+                    dms.dict_page_size_limit or DEFAULT_PAGE_BYTES, gzipped)
+            except ValueError as exc:
+                raise ValueError(f"pipeline.toml [dms] {exc}") from None
         return cls(dms.timestamp_column_name, dms.change_seq_column, dms.csv_delimiter,
                    dms.csv_row_delimiter, dms.csv_null_value, dms.add_column_name,
-                   dms.include_op_for_full_load, ops,
-                   dms.compression_type.upper() == "GZIP", dms.quote_empty_strings,
-                   dms.rfc4180)
+                   dms.include_op_for_full_load, ops, gzipped and parquet is None,
+                   dms.quote_empty_strings, dms.rfc4180, parquet)
 
     @property
     def cdc_op_column(self) -> bool:
@@ -96,6 +124,10 @@ class CsvFormat:
         """A row's fields in header order; `op` None when the file has no Op column."""
         return [*([op] if op is not None else []),
                 *([ts] if self.timestamp_column else []), *values]
+
+
+# Parquet rows in memory (CsvFormat.line_format): RFC 4180, NULL as a NUL character
+PARQUET_ROWS = CsvFormat(null_value="\x00", quote_empty=False)
 
 
 @dataclass(frozen=True)
@@ -152,15 +184,28 @@ def load_file_name(number: int, suffix: str = ".csv") -> str:
 
 
 def cdc_file_name(moment: datetime, previous: str | None = None,
-                  suffix: str = ".csv") -> str:
-    """yyyyMMdd-HHmmssSSS.csv (UTC); bumps the millisecond until it sorts after `previous`."""
-    moment = moment.astimezone(UTC)
-    millis = moment.replace(microsecond=(moment.microsecond // 1000) * 1000)
-    while True:
-        name = f"{millis.strftime(_CDC_NAME_FORMAT)}{millis.microsecond // 1000:03d}{suffix}"
-        if previous is None or name > previous:
-            return name
-        millis += timedelta(milliseconds=1)
+                  suffix: str = ".csv", zone: tzinfo = UTC) -> str:
+    """yyyyMMdd-HHmmssSSS.csv (UTC, or DatePartitionTimezone's `zone`); when that does
+    not sort after `previous`, the millisecond after previous's (a clock step back, or
+    an autumn hour repeated in `zone`, never reorders the files)."""
+    millis = moment.astimezone(zone)
+    millis = millis.replace(microsecond=(millis.microsecond // 1000) * 1000)
+    name = _cdc_name(millis, suffix)
+    if previous is None or name > previous:
+        return name
+    stem = previous.split(".", 1)[0]
+    try:
+        last = datetime.strptime(stem + "000", "%Y%m%d-%H%M%S%f")
+    except ValueError:  # not a CDC name: count up from ours
+        last = millis.replace(tzinfo=None)
+    while name <= previous:
+        last += timedelta(milliseconds=1)
+        name = _cdc_name(last, suffix)
+    return name
+
+
+def _cdc_name(moment: datetime, suffix: str) -> str:
+    return f"{moment.strftime(_CDC_NAME_FORMAT)}{moment.microsecond // 1000:03d}{suffix}"
 
 
 # --- parsing --------------------------------------------------------------------------

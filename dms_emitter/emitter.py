@@ -7,6 +7,7 @@ changes is stored (put returned). A crash replays from the slot, never skips.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 import signal
@@ -25,9 +26,10 @@ from cdclab import settings
 from cdclab.atomic import write_json
 from dms_emitter import pgoutput as pg
 from dms_emitter import replication as repl
-from dms_emitter.batching import Batcher
+from dms_emitter.batching import Batcher, Segment
 from dms_emitter.change_seq import LAYOUT_DMS, LAYOUT_LSN, full_load_seq
 from dms_emitter.changes import ChangeBuilder, TableSpec, lob_truncated
+from dms_emitter.date_partition import DatePartitioning, PartitionError, join
 from dms_emitter.dms_csv import (
     OP_INSERT,
     CsvFormat,
@@ -37,6 +39,8 @@ from dms_emitter.dms_csv import (
     format_ts,
     load_file_name,
 )
+from dms_emitter.parquet_file import ParquetFileWriter, parse_rows
+from dms_emitter.parquet_types import STRING_COLUMN, column_type
 from dms_emitter.schema_change import SchemaChange, Shape, shape_of
 from dms_emitter.sink import Sink
 from dms_emitter.source_types import SourceColumn
@@ -77,6 +81,7 @@ class EmitterConfig:
     migration_type: str = "full-load-and-cdc"
     selection_check_s: float = SELECTION_CHECK_S
     seq_layout: str = LAYOUT_DMS
+    partitions: DatePartitioning = DatePartitioning()
 
     def __post_init__(self) -> None:
         if self.seq_layout not in (LAYOUT_DMS, LAYOUT_LSN):
@@ -107,6 +112,14 @@ class EmitterConfig:
         render = RenderOptions(d.trim_space_in_char, d.map_unbounded_numeric_as_string,
                                d.bytea_format, d.timestamptz_time_zone, d.lob_max_size_kb,
                                d.interval_style)
+        try:
+            partitions = DatePartitioning(d.date_partition_enabled, d.date_partition_sequence,
+                                          d.date_partition_delimiter,
+                                          d.date_partition_timezone,
+                                          d.date_partition_full_load)
+            fmt = CsvFormat.from_settings(d)
+        except (PartitionError, ValueError) as exc:
+            raise SystemExit(f"dms_emitter: pipeline.toml [dms] {exc}") from None
         mappings = None
         if p.source.table_mappings:
             path = settings.REPO_ROOT / p.source.table_mappings
@@ -117,11 +130,11 @@ class EmitterConfig:
                                  f"{exc}") from None
         return cls(dsn, p.source.schema, p.source.table, p.source.primary_key, p.source.slot,
                    p.source.publication, state / "emitter" / "state.json",
-                   CsvFormat.from_settings(d), interval, int(size_kb * 1024),
+                   fmt, interval, int(size_kb * 1024),
                    d.max_file_size_kb * 1024, render, d.pk_update_handling,
                    d.unchanged_toast, d.use_task_start_time_for_full_load_timestamp, mappings,
                    d.fail_tasks_on_lob_truncation, d.migration_type,
-                   seq_layout=d.change_seq_layout)
+                   seq_layout=d.change_seq_layout, partitions=partitions)
 
     @property
     def qualified(self) -> str:
@@ -398,7 +411,10 @@ class Emitter:
 
     def full_load(self, table: SelectedTable, snapshot: str, consistent_lsn: int) -> None:
         cfg, plan = self.cfg, table.plan
-        sink = self.sink.child(plan.folder)
+        # DatePartitionEnabled: the load's files in its start's date folder (the lab's
+        # choice, date_partition_full_load; AWS documents commit dates for CDC only)
+        sink = self.sink.child(join(plan.folder,
+                                    cfg.partitions.load_folder(datetime.now(UTC))))
         for stale in sink.names("LOAD"):
             sink.delete(stale)  # from an interrupted earlier attempt
         names = [c.name for c in table.columns]
@@ -416,33 +432,70 @@ class Emitter:
             return full_load_seq(n, consistent_lsn) if cfg.seq_layout == LAYOUT_LSN else None
 
         op = OP_INSERT if cfg.fmt.op_for_full_load else None
-        lines = (encode_line(cfg.fmt.fields(
-                    op, format_ts(started or datetime.now(UTC)),
-                    plan.row(kept, renderer.row(values), load_seq(n))),
-                    cfg.fmt)
-                 for n, values in enumerate(rows, start=1))
-        head = (encode_line(cfg.fmt.header(header, op is not None), cfg.fmt).encode()
-                if cfg.fmt.add_header else b"")
+        fields = (cfg.fmt.fields(op, format_ts(started or datetime.now(UTC)),
+                                 plan.row(kept, renderer.row(values), load_seq(n)))
+                  for n, values in enumerate(rows, start=1))
+        if cfg.fmt.parquet is not None:
+            columns = cfg.fmt.header(header, op is not None)
+            prefix = len(columns) - len(header)
+            types = (*(STRING_COLUMN,) * prefix,
+                     *(column_type(table.columns[i].type, cfg.render) for i in kept),
+                     *(STRING_COLUMN,) * len(plan.added))
+            total, files = self.load_parquet(sink, columns, types, fields)
+        else:
+            total, files = self.load_csv(sink, header, op is not None, fields)
+        self.save_table(plan.qualified, folder=plan.folder, load_rows=total, load_files=files,
+                        shape=[list(c) for c in shape_of(table.columns)])
+        self.log(f"full load of {plan.qualified} done: {total} rows")
+
+    def load_csv(self, sink: Sink, header: tuple[str, ...], op: bool,
+                 fields: Iterator[list[str | None]]) -> tuple[int, int]:
+        fmt = self.cfg.fmt
+        lines = (encode_line(f, fmt) for f in fields)
+        head = encode_line(fmt.header(header, op), fmt).encode() if fmt.add_header else b""
         total = files = 0
         pending = next(lines, None)
         while pending is not None:  # one file per MaxFileSize, streamed, never whole
             files += 1
-            name = load_file_name(files, cfg.fmt.suffix)
+            name = load_file_name(files, fmt.suffix)
             count, size = 0, len(head)
-            with sink.writer(name) as spool, compressed(spool, cfg.fmt.gzip) as out:
+            with sink.writer(name) as spool, compressed(spool, fmt.gzip) as out:
                 out.write(head)
                 while pending is not None:
                     data = pending.encode()
-                    if count and size + len(data) > cfg.max_file_bytes:
+                    if count and size + len(data) > self.cfg.max_file_bytes:
                         break
                     out.write(data)
                     count, size = count + 1, size + len(data)
                     pending = next(lines, None)
             total += count
             self.log(f"full load: wrote {sink.describe(name)} ({count} rows)")
-        self.save_table(plan.qualified, folder=plan.folder, load_rows=total, load_files=files,
-                        shape=[list(c) for c in shape_of(table.columns)])
-        self.log(f"full load of {plan.qualified} done: {total} rows")
+        return total, files
+
+    def load_parquet(self, sink: Sink, columns: list[str], types: tuple,
+                     fields: Iterator[list[str | None]]) -> tuple[int, int]:
+        """LOAD .parquet files, one row group (RowGroupLength rows) in memory at a time;
+        a file ends at the first row group that brings it to MaxFileSize."""
+        cfg = self.cfg
+        assert cfg.fmt.parquet is not None
+        total = files = 0
+        pending = next(fields, None)
+        while pending is not None:
+            files += 1
+            name = load_file_name(files, cfg.fmt.suffix)
+            with sink.writer(name) as spool:
+                writer = ParquetFileWriter(spool, columns, types, cfg.fmt.parquet,
+                                           cfg.render, self.log)
+                while pending is not None:
+                    writer.add(pending)
+                    pending = next(fields, None)
+                    if writer.rows % cfg.fmt.parquet.rows_per_group == 0 and \
+                            spool.tell() >= cfg.max_file_bytes:
+                        break
+                writer.close()
+            total += writer.rows
+            self.log(f"full load: wrote {sink.describe(name)} ({writer.rows} rows)")
+        return total, files
 
     def schema_changed(self, change: SchemaChange) -> None:
         """Logged and kept for `cdclab status`; streaming goes on with the new columns."""
@@ -481,8 +534,9 @@ class Emitter:
             lookup=lambda plan, key, cols: self.look_up(reader, plan, key, cols),
             on_schema_change=self.schema_changed,
             fail_on_lob_truncation=cfg.fail_on_lob_truncation, seq_layout=cfg.seq_layout,
-            on_row=lambda folder, header, line: batcher.add_row(folder, header, line,
-                                                                time.monotonic()))
+            partitions=cfg.partitions,
+            on_row=lambda folder, header, line, types, partition: batcher.add_row(
+                folder, header, line, time.monotonic(), types, partition))
         self.folders = {t.plan.folder: t.plan.qualified for t in self.selected}
         conn.start(cfg.slot, [cfg.publication, repl.inserts_publication(cfg.publication)])
         self.log(f"streaming from slot {cfg.slot} at {pg.format_lsn(confirmed)}")
@@ -545,11 +599,13 @@ class Emitter:
         `last_change`: per folder, the commit LSN and time of its newest row (status)."""
         batch = batcher.take()
         for segment in batch.files():
-            sink = self.sink.child(segment.folder)
+            sink = self.sink.child(join(segment.folder, segment.partition))
             fmt = self.cfg.fmt
-            name = cdc_file_name(datetime.now(UTC), self.state.get("last_file"), fmt.suffix)
-            sink.put(name, fmt.compress(encode_file(list(segment.header), segment.lines, fmt,
-                                                    fmt.cdc_op_column).encode()))
+            # DatePartitionTimezone also names CDC files ("when ... a CDC filename is
+            # generated"); UTC otherwise
+            name = cdc_file_name(datetime.now(UTC), self.state.get("last_file"), fmt.suffix,
+                                 self.cfg.partitions.local(datetime.now(UTC)).tzinfo or UTC)
+            sink.put(name, self.cdc_body(segment))
             self.files += 1
             self.changes += len(segment.lines)
             qualified = self.folders.get(segment.folder, segment.folder)
@@ -575,6 +631,19 @@ class Emitter:
         self.log(f"batch of {batch.rows} changes stored (total {self.files} files, "
                  f"{self.changes} changes)")
 
+
+    def cdc_body(self, segment: Segment) -> bytes:
+        fmt = self.cfg.fmt
+        if fmt.parquet is None:
+            return fmt.compress(encode_file(list(segment.header), segment.lines, fmt,
+                                            fmt.cdc_op_column).encode())
+        out = io.BytesIO()  # a CDC file is one batch: CdcMinFileSize bounds it
+        writer = ParquetFileWriter(out, fmt.header(segment.header, fmt.cdc_op_column),
+                                   segment.types, fmt.parquet, self.cfg.render, self.log)
+        for row in parse_rows(segment.lines):
+            writer.add(row)
+        writer.close()
+        return out.getvalue()
 
     def look_up(self, reader: repl.SourceReader, plan: TablePlan,
                 key: dict[str, str | None], columns: list[str]) -> dict | None:

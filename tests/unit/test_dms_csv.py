@@ -120,7 +120,10 @@ def test_layout_settings_follow_the_s3_target() -> None:
 
 
 @pytest.mark.parametrize(("changes", "named"), [
-    ({"data_format": "parquet"}, "data_format"),
+    ({"data_format": "orc"}, "data_format"),
+    ({"data_format": "parquet", "parquet_version": "parquet-3-0"}, "parquet_version"),
+    ({"data_format": "parquet", "encoding_type": "delta"}, "encoding_type"),
+    ({"data_format": "parquet", "row_group_length": -1}, "row_group_length"),
     ({"cdc_inserts_only": True, "cdc_inserts_and_updates": True}, "cdc_inserts_only"),
     ({"csv_null_value": 'a"b'}, "csv_null_value"),
 ])
