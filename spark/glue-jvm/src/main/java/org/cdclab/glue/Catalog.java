@@ -7,15 +7,23 @@ import com.amazonaws.auth.DefaultAWSCredentialsProviderChain;
 import com.amazonaws.client.builder.AwsClientBuilder.EndpointConfiguration;
 import com.amazonaws.services.glue.AWSGlue;
 import com.amazonaws.services.glue.AWSGlueClientBuilder;
+import com.amazonaws.services.glue.model.GetPartitionsRequest;
+import com.amazonaws.services.glue.model.GetPartitionsResult;
 import com.amazonaws.services.glue.model.GetTableRequest;
+import com.amazonaws.services.glue.model.Partition;
 import com.amazonaws.services.glue.model.Table;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * The Data Catalog through AWS's own Java SDK: the local Glue API when
  * AWS_ENDPOINT_URL_GLUE (or AWS_ENDPOINT_URL) is set, the real one otherwise.
  */
 public final class Catalog {
-  private static volatile AWSGlue client;
+  /** A JVM system property that wins over the environment: a test points a driver that is
+   * already running at its own local Glue API. */
+  public static final String ENDPOINT_PROPERTY = "cdclab.glue.endpoint";
+  private static volatile Client client;
 
   private Catalog() {}
 
@@ -30,20 +38,46 @@ public final class Catalog {
     }
   }
 
+  /** The table's partitions (GetPartitions, every page), filtered by the catalog when an
+   * expression (catalogPartitionPredicate) is given. */
+  public static List<Partition> getPartitions(String database, String name, String expression,
+                                              String catalogId) {
+    List<Partition> out = new ArrayList<>();
+    GetPartitionsRequest req = new GetPartitionsRequest().withDatabaseName(database)
+        .withTableName(name);
+    if (expression != null && !expression.isEmpty()) req.setExpression(expression);
+    if (catalogId != null && !catalogId.isEmpty()) req.setCatalogId(catalogId);
+    try {
+      do {
+        GetPartitionsResult page = client().getPartitions(req);
+        out.addAll(page.getPartitions());
+        req.setNextToken(page.getNextToken());
+      } while (req.getNextToken() != null && !req.getNextToken().isEmpty());
+    } catch (RuntimeException e) {
+      throw new IllegalStateException("cdclab: cannot read the partitions of catalog table "
+          + database + "." + name + ": " + e.getMessage(), e);
+    }
+    return out;
+  }
+
   static AWSGlue client() {
-    AWSGlue c = client;
-    if (c != null) return c;
+    String endpoint = firstNonEmpty(System.getProperty(ENDPOINT_PROPERTY),
+        System.getenv("AWS_ENDPOINT_URL_GLUE"), System.getenv("AWS_ENDPOINT_URL"), null);
+    Client c = client;
+    if (c != null && java.util.Objects.equals(c.endpoint(), endpoint)) return c.glue();
     synchronized (Catalog.class) {
-      if (client == null) client = build();
-      return client;
+      if (client == null || !java.util.Objects.equals(client.endpoint(), endpoint)) {
+        client = new Client(endpoint, build(endpoint));
+      }
+      return client.glue();
     }
   }
 
-  private static AWSGlue build() {
+  private record Client(String endpoint, AWSGlue glue) {}
+
+  private static AWSGlue build(String endpoint) {
     String region = firstNonEmpty(System.getenv("AWS_REGION"), System.getenv("AWS_DEFAULT_REGION"),
         "us-east-1");
-    String endpoint = firstNonEmpty(System.getenv("AWS_ENDPOINT_URL_GLUE"),
-        System.getenv("AWS_ENDPOINT_URL"), null);
     AWSGlueClientBuilder b = AWSGlueClientBuilder.standard();
     if (endpoint == null) return b.withRegion(region).build();
     AWSCredentialsProvider creds = DefaultAWSCredentialsProviderChain.getInstance();

@@ -9,12 +9,13 @@ import java.util.Map;
 
 /**
  * A Data Catalog table as sources and sinks read it: location, format (from the SerDe, else
- * the classification), table + storage parameters, SerDe parameters and columns. Tables
+ * the classification), table + storage parameters, SerDe parameters, columns and partition
+ * keys (Hive-style: their values are the partitions', not the files'). Tables
  * cdclab cannot read or write correctly are refused by name.
  */
 public record CatalogTable(String name, String location, String format,
                            Map<String, String> params, Map<String, String> serde,
-                           List<Column> columns) {
+                           List<Column> columns, List<Column> partitionKeys) {
   static final String OPEN_CSV_SERDE = "org.apache.hadoop.hive.serde2.OpenCSVSerde";
   static final String LAZY_SIMPLE_SERDE = "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe";
   public static final String ICEBERG = "iceberg";
@@ -29,10 +30,7 @@ public record CatalogTable(String name, String location, String format,
     if ("ICEBERG".equalsIgnoreCase(params.get("table_type"))) {
       // read through the job's Iceberg Spark catalog (DataSource), not from files
       return new CatalogTable(name, params.getOrDefault("metadata_location", ""), ICEBERG,
-          params, Map.of(), List.of());
-    }
-    if (table.getPartitionKeys() != null && !table.getPartitionKeys().isEmpty()) {
-      throw Unsupported.of(use + " the partitioned table " + name);
+          params, Map.of(), List.of(), List.of());
     }
     StorageDescriptor sd = table.getStorageDescriptor();
     if (sd == null || sd.getLocation() == null || sd.getLocation().isEmpty()) {
@@ -44,7 +42,8 @@ public record CatalogTable(String name, String location, String format,
     String lib = sd.getSerdeInfo() == null ? "" : String.valueOf(sd.getSerdeInfo().getSerializationLibrary());
     String format = format(name, lib, params.getOrDefault("classification", ""));
     return new CatalogTable(name, sd.getLocation(), format, params, serde,
-        sd.getColumns() == null ? List.of() : sd.getColumns());
+        sd.getColumns() == null ? List.of() : sd.getColumns(),
+        table.getPartitionKeys() == null ? List.of() : table.getPartitionKeys());
   }
 
   static String format(String table, String serdeLib, String classification) {

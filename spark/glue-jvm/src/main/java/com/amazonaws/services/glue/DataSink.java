@@ -46,6 +46,10 @@ public class DataSink {
       sink.icebergTable = new String[] {database, tableName};
       return sink;
     }
+    if (!table.partitionKeys().isEmpty()) {
+      throw Unsupported.of("write_dynamic_frame.from_catalog to the partitioned table "
+          + table.name());
+    }
     DataSink sink = new DataSink(glue, additional, table.location(), table.format());
     if (sink.format.equals("csv")) {
       sink.formatOptions = new JsonOptions(java.util.Map.of("writeHeader", false));

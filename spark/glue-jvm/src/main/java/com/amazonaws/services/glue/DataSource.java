@@ -16,6 +16,7 @@ import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.cdclab.glue.BookmarkState;
+import org.cdclab.glue.CatalogPartitions;
 import org.cdclab.glue.CatalogTable;
 import org.cdclab.glue.IcebergTables;
 import org.cdclab.glue.Formats;
@@ -40,6 +41,10 @@ public class DataSource {
   private String format;
   private JsonOptions formatOptions;
   private String[] iceberg; // database, table, push-down predicate: an Iceberg catalog table
+  // a Hive-style partitioned catalog table: database, table, catalog id, push-down
+  // predicate, catalogPartitionPredicate; its keys as Spark types
+  private String[] partitioned;
+  private StructType partitionKeys;
 
   DataSource(GlueContext glue, String what, String ctx, JsonOptions connection, List<String> paths,
              boolean recurse, String format, JsonOptions formatOptions, StructType catalogSchema) {
@@ -76,7 +81,8 @@ public class DataSource {
       source.iceberg = new String[] {database, tableName, pushDownPredicate};
       return source;
     }
-    if (pushDownPredicate != null && !pushDownPredicate.isEmpty()) {
+    boolean hasPartitions = !table.partitionKeys().isEmpty();
+    if (!hasPartitions && pushDownPredicate != null && !pushDownPredicate.isEmpty()) {
       throw Unsupported.of("push_down_predicate on the unpartitioned table " + table.name());
     }
     Formats.refuseUnsupported(additional, "additional_options");
@@ -97,8 +103,15 @@ public class DataSource {
       fo.put("multiLine", true); // DMS and OpenCSV quote embedded newlines
     }
     JsonOptions formatOptions = new JsonOptions(fo).merge(additional);
-    return new DataSource(glue, "catalog table " + table.name(), ctx, additional,
+    DataSource source = new DataSource(glue, "catalog table " + table.name(), ctx, additional,
         List.of(table.location()), true, table.format(), formatOptions, schema(table.columns()));
+    if (hasPartitions) {
+      source.partitioned = new String[] {database, tableName, catalogId, pushDownPredicate,
+          additional.getString("catalogPartitionPredicate", null)};
+      source.partitionKeys = CatalogPartitions.keySchema(table.partitionKeys(),
+          DataSource::hiveType);
+    }
+    return source;
   }
 
   /** The catalog's columns as Spark types (Hive names: int, bigint, decimal(p,s), ...). */
@@ -143,11 +156,49 @@ public class DataSource {
     if (format == null) throw new IllegalArgumentException("cdclab: no format for " + what);
     SparkSession spark = glue.sparkSession();
     if (iceberg != null) return readIceberg(spark);
-    List<SourceFile> listed = Listing.list(paths, recurse, spark.sparkContext().hadoopConfiguration());
+    if (partitioned != null) return readPartitions(spark);
+    return read(spark, bookmarked(Listing.list(paths, recurse,
+        spark.sparkContext().hadoopConfiguration())));
+  }
+
+  /** The listed files the run's job bookmark has not seen (all of them outside a run). */
+  private List<SourceFile> bookmarked(List<SourceFile> listed) {
     JobRun run = JobRun.current();
-    List<SourceFile> files = run == null ? listed : run.select(ctx, listed,
+    return run == null ? listed : run.select(ctx, listed,
         connection.getLong("maxBand", BookmarkState.DEFAULT_MAX_BAND_MS),
         connection.getLong("maxFilesInBand", BookmarkState.DEFAULT_MAX_FILES_IN_BAND));
+  }
+
+  /** A partitioned catalog table: the selected partitions' files (bookmarked together),
+   * each partition read with its values as columns (org.cdclab.glue.CatalogPartitions). */
+  private Dataset<Row> readPartitions(SparkSession spark) {
+    String tableLocation = paths.get(0);
+    List<CatalogPartitions.Selected> parts = CatalogPartitions.select(spark, partitioned[0],
+        partitioned[1], partitioned[2], tableLocation, partitionKeys, partitioned[3],
+        partitioned[4]);
+    List<SourceFile> listed = new ArrayList<>();
+    Map<String, Integer> partOf = new HashMap<>();
+    for (int i = 0; i < parts.size(); i++) {
+      for (SourceFile f : Listing.list(List.of(parts.get(i).location()), true,
+          spark.sparkContext().hadoopConfiguration())) {
+        if (partOf.putIfAbsent(f.path(), i) == null) listed.add(f);
+      }
+    }
+    Map<Integer, List<SourceFile>> byPart = new java.util.TreeMap<>();
+    for (SourceFile f : bookmarked(listed)) {
+      byPart.computeIfAbsent(partOf.get(f.path()), k -> new ArrayList<>()).add(f);
+    }
+    Dataset<Row> out = null;
+    for (Map.Entry<Integer, List<SourceFile>> e : byPart.entrySet()) {
+      Dataset<Row> one = CatalogPartitions.withValues(read(spark, e.getValue()), partitionKeys,
+          parts.get(e.getKey()).values());
+      out = out == null ? one : out.unionByName(one);
+    }
+    return out != null ? out
+        : CatalogPartitions.withValues(read(spark, List.of()), partitionKeys, null);
+  }
+
+  private Dataset<Row> read(SparkSession spark, List<SourceFile> files) {
     String fileColumn = option("attachFilename");
     String timeColumn = option("attachTimestamp");
     Dataset<Row> df;
