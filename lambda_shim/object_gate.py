@@ -9,11 +9,15 @@ import.
 
 Checked, streaming (memory bounded by one record):
 - the key: characters Hadoop reads as a glob or an escape (`[]{}*?\\`), control
-  characters, a name that is not a DMS file (`.csv`, `.csv.gz`);
+  characters, a name that is not a DMS file (`.csv`, `.csv.gz`, `.parquet`);
 - the bytes: gzip integrity (whole stream, concatenated members, nothing after the end);
   strict UTF-8;
 - the CSV: parseable, a header (when files carry one) of distinct, non-empty names that
-  do not look like data, and every record with the header's number of fields.
+  do not look like data, and every record with the header's number of fields;
+- Parquet (DataFormat parquet): `PAR1` at both ends and a footer that fits the object
+  (structure, no library needed); then, where pyarrow is importable, the footer parses
+  and every row group reads, one at a time (spooled to disk past 8 MB: memory bounded by
+  a row group).
 """
 
 from __future__ import annotations
@@ -22,11 +26,15 @@ import codecs
 import csv
 import posixpath
 import re
+import struct
+import tempfile
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-DMS_SUFFIXES = (".csv", ".csv.gz")  # CompressionType NONE | GZIP
+DMS_SUFFIXES = (".csv", ".csv.gz", ".parquet")  # csv NONE | GZIP; parquet (codec inside)
+PARQUET_MAGIC = b"PAR1"
+SPOOL_IN_MEMORY = 8 * 1024 * 1024
 GLOB_CHARACTERS = frozenset("[]{}*?\\")
 REASON_SUFFIX = ".reason.json"  # beside each quarantined object: why, where, when
 # A record larger than this is not checked further (the object passes on to the job,
@@ -77,8 +85,8 @@ def key_defect(key: str) -> Defect | None:
     if any(ord(c) < 32 or ord(c) == 127 for c in key):
         return Defect("object key has control characters")
     if not key.endswith(DMS_SUFFIXES):
-        return Defect("not a DMS file: the name ends in neither .csv nor .csv.gz, so the "
-                      "reader cannot know its compression")
+        return Defect("not a DMS file: the name ends in none of .csv, .csv.gz, .parquet, "
+                      "so the reader cannot know its format")
     return None
 
 
@@ -164,10 +172,56 @@ def _header_defect(header: list[str]) -> Defect | None:
     return None
 
 
+def parquet_structure_defect(head: bytes, tail: bytes, size: int) -> Defect | None:
+    """Pure: the first 4 and last 8 bytes of an object of `size` bytes."""
+    if size < 12:
+        return Defect(f"not Parquet: {size} bytes, shorter than the two magic numbers and "
+                      "a footer length")
+    if head != PARQUET_MAGIC:
+        return Defect(f"not Parquet: starts with {head!r}, not {PARQUET_MAGIC!r}")
+    if tail[4:] != PARQUET_MAGIC:
+        return Defect(f"truncated Parquet: ends with {tail[4:]!r}, not {PARQUET_MAGIC!r} "
+                      "(no footer)")
+    (footer,) = struct.unpack("<I", tail[:4])
+    if footer == 0 or footer > size - 12:
+        return Defect(f"truncated Parquet: footer length {footer} does not fit the "
+                      f"{size}-byte object")
+    return None
+
+
+def parquet_defect(chunks: Iterable[bytes]) -> Defect | None:
+    """Structure first; then, with pyarrow at hand, the footer and every row group."""
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY) as spool:
+        head, tail, size = b"", b"", 0
+        for chunk in chunks:
+            if len(head) < 4:
+                head += chunk[:4 - len(head)]
+            tail = (tail + chunk)[-8:]
+            size += len(chunk)
+            spool.write(chunk)
+        bad = parquet_structure_defect(head, tail, size)
+        if bad is not None:
+            return bad
+        try:
+            import pyarrow.parquet as pq
+        except ImportError:  # a Lambda without a pyarrow layer: structure only
+            return None
+        spool.seek(0)
+        try:
+            f = pq.ParquetFile(spool)
+            for group in range(f.metadata.num_row_groups):
+                f.read_row_group(group)
+        except Exception as e:  # pyarrow raises several types for a damaged file
+            return Defect(f"not readable Parquet: {str(e)[:300]}")
+    return None
+
+
 def content_defect(key: str, chunks: Iterable[bytes],
                    layout: CsvLayout = CsvLayout()) -> Defect | None:
     """The first defect in the object's bytes, or None (also None when a record is too
     large to check: the job reads it)."""
+    if key.endswith(".parquet"):
+        return parquet_defect(chunks)
     data = gunzip(chunks) if key.endswith(".gz") else chunks
     lines_read = [0]
     reader = csv.reader(

@@ -27,14 +27,27 @@ RUN_SUCCEEDED = "SUCCEEDED"
 RUN_FAILED_STATES = ("FAILED", "ERROR", "TIMEOUT", "STOPPED", "UNKNOWN")
 
 
-_CDC_NAME = re.compile(r"\d{8}-\d{9}\.csv(\.gz)?")
+_CDC_NAME = re.compile(r"\d{8}-\d{9}\.(csv(\.gz)?|parquet)")
+_DATE_FOLDER = re.compile(r"[\d_-]+")
 
 
 def is_time_named(key: str) -> bool:
-    """DMS CDC files are named yyyyMMdd-HHmmssSSS.csv(.gz) and sort by time; LOAD files
-    and stray objects don't (a stray "20261122-99…" name must not move the cursor past
-    the day's real files)."""
+    """DMS CDC files are named yyyyMMdd-HHmmssSSS.csv(.gz)|.parquet and sort by time;
+    LOAD files and stray objects don't (a stray "20261122-99…" name must not move the
+    cursor past the day's real files)."""
     return _CDC_NAME.fullmatch(posixpath.basename(key)) is not None
+
+
+def sorts_by_time(key: str) -> bool:
+    """Does the key sort among its table's keys by time? Yes without date folders, or
+    under year-first ones (DatePartitionSequence YYYYMMDD, YYYYMMDDHH, YYYYMM); not
+    under MMYYYYDD or DDMMYYYY folders, whose later dates may sort first. Those keys
+    never move the listing cursor: the periodic full listing finds what it would skip."""
+    parts = key.split("/")[:-1]
+    digits = ""
+    while parts and _DATE_FOLDER.fullmatch(parts[-1]):
+        digits = re.sub(r"[_-]", "", parts.pop()) + digits
+    return not digits or digits.startswith(posixpath.basename(key)[:4])
 
 
 def backoff_seconds(attempts: int, base: float = BACKOFF_BASE_SECONDS,
@@ -86,7 +99,8 @@ def observe(state: WatchState, listed: Iterable[S3Object], now: float,
         state.seen[obj.key] = obj.etag
         state.pending[obj.key] = obj
         new.append(obj)
-        if is_time_named(obj.key) and (state.cursor is None or obj.key > state.cursor):
+        if (is_time_named(obj.key) and sorts_by_time(obj.key)
+                and (state.cursor is None or obj.key > state.cursor)):
             state.cursor = obj.key
     if full_scan:
         state.last_full_scan_at = now

@@ -139,3 +139,46 @@ def test_a_record_too_large_to_check_is_passed_on() -> None:
         assert content_defect("a.csv", [big[i:i + 100] for i in range(0, len(big), 100)]) is None
     finally:
         object_gate.MAX_RECORD_CHARS = old
+
+
+# --- DataFormat parquet ----------------------------------------------------------------
+def parquet_file(rows: int = 30, group: int = 10) -> bytes:
+    import io
+
+    from dms_emitter import parquet_types as pt
+    from dms_emitter.parquet_file import write_file
+    out = io.BytesIO()
+    write_file(out, ["Op", "id", "name"],
+               [pt.STRING_COLUMN, pt.ColumnType(pt.INT32), pt.STRING_COLUMN],
+               [["I", str(i), f"n{i}"] for i in range(rows)],
+               pt.ParquetOptions(row_group_length=group, gzip=True))
+    return out.getvalue()
+
+
+PARQUET_KEY = "dms/t/2024/03/04/20240304-101500123.parquet"
+
+
+@settings(max_examples=30, deadline=None)
+@given(cuts=st.lists(st.integers(0, 10**6), max_size=6))
+def test_a_parquet_file_passes_however_it_is_chunked(cuts) -> None:
+    data = parquet_file()
+    assert inspect(PARQUET_KEY, chunked(data, cuts)) is None
+    assert inspect("dms/t/LOAD00000001.parquet", [data]) is None
+
+
+@pytest.mark.parametrize(("damage", "reason"), [
+    (lambda d: b"", "not Parquet: 0 bytes"),
+    (lambda d: b"PK" + d[2:], "not Parquet: starts with"),
+    (lambda d: d[:-100], "truncated Parquet: ends with"),
+    (lambda d: d[:-8] + b"\xff\xff\xff\x00PAR1", "footer length"),
+    # pages damaged inside, the frame intact: only reading finds it
+    (lambda d: d[:4] + b"\x00" * 200 + d[204:], "not readable Parquet"),
+])
+def test_a_damaged_parquet_file_is_quarantined_with_its_reason(damage, reason) -> None:
+    defect = inspect(PARQUET_KEY, [damage(parquet_file())])
+    assert defect is not None and reason in defect.reason
+
+
+def test_parquet_keys_are_dms_files() -> None:
+    assert key_defect(PARQUET_KEY) is None
+    assert "none of .csv, .csv.gz, .parquet" in key_defect("dms/t/x.parquet.gz").reason

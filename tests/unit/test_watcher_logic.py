@@ -165,3 +165,16 @@ def test_a_full_listing_forgets_keys_that_are_gone() -> None:
     # an incremental listing (after the cursor) proves nothing about absent keys
     logic.observe(s, [], 3.0)
     assert set(s.seen) == {PREFIX + "20261122-100000001.csv"}
+
+
+def test_parquet_and_date_folders_move_the_cursor_only_when_they_sort_by_time():
+    assert logic.is_time_named(PREFIX + "20261122-101500123.parquet")
+    for folder, sorts in (("", True), ("2026/11/22/", True), ("2026112210/", True),
+                          ("2026-11/", True), ("11/2026/22/", False), ("22112026/", False),
+                          ("22_11_2026/", False)):
+        assert logic.sorts_by_time(PREFIX + folder + "20261122-101500123.parquet") == sorts
+    s = logic.WatchState()
+    logic.observe(s, [o("2026/11/22/20261122-101500123.parquet")], 0.0)
+    assert s.cursor == PREFIX + "2026/11/22/20261122-101500123.parquet"
+    logic.observe(s, [o("22/11/2026/20261122-111500123.parquet")], 1.0)
+    assert s.cursor == PREFIX + "2026/11/22/20261122-101500123.parquet"  # unchanged
