@@ -34,7 +34,32 @@ def s3_target_settings(p: PipelineSettings, *, bucket: str, role_arn: str) -> di
            if d.cdc_max_batch_interval_seconds is not None else {}),
         **({"CdcMinFileSize": d.cdc_min_file_size_kb}
            if d.cdc_min_file_size_kb is not None else {}),
+        **(parquet_settings(p) if d.data_format == "parquet" else {}),
+        **date_partition_settings(p),
     }
+
+
+def parquet_settings(p: PipelineSettings) -> dict[str, Any]:
+    """The Parquet settings the emitter applies; unset page/group sizes are not sent, so
+    DMS keeps the defaults the emitter also uses."""
+    d = p.dms
+    sizes = {"DataPageSize": d.data_page_size, "RowGroupLength": d.row_group_length,
+             "DictPageSizeLimit": d.dict_page_size_limit}
+    return {"ParquetVersion": d.parquet_version,
+            "ParquetTimestampInMillisecond": d.parquet_timestamp_in_millisecond,
+            "EnableStatistics": d.enable_statistics, "EncodingType": d.encoding_type,
+            **{k: v for k, v in sizes.items() if v is not None}}
+
+
+def date_partition_settings(p: PipelineSettings) -> dict[str, Any]:
+    """DatePartition*: sent always (false turns it off on an existing endpoint); the
+    time zone only when set (unset is UTC on both sides)."""
+    d = p.dms
+    return {"DatePartitionEnabled": d.date_partition_enabled,
+            "DatePartitionSequence": d.date_partition_sequence,
+            "DatePartitionDelimiter": d.date_partition_delimiter,
+            **({"DatePartitionTimezone": d.date_partition_timezone}
+               if d.date_partition_timezone else {})}
 
 
 def postgres_source_settings(p: PipelineSettings) -> tuple[dict[str, Any], str]:

@@ -14,12 +14,13 @@ import botocore.session
 import pytest
 
 from cdclab import deploy_cli
-from cdclab.catalog_tables import bronze_table_input
 from cdclab.job_config import glue_default_arguments
 from cdclab.settings import load_pipeline
+from cdclab.table_specs import bronze_table_input, for_lake
 from deploy.lambda_package import build_zip, code_sha256
 from deploy.options import ACCOUNT_PLACEHOLDER, DeployError, DeployOptions
 from deploy.plan import LAMBDA_SOURCE, aws_pipeline, build_plan
+from tests.resources.specs import hosts_spec
 
 P = load_pipeline()
 FULL = DeployOptions(
@@ -54,6 +55,9 @@ def emitter_s3_settings(bucket: str, role_arn: str) -> dict:
             d.use_task_start_time_for_full_load_timestamp),
         "MaxFileSize": d.max_file_size_kb,
         "ServiceAccessRoleArn": role_arn,
+        "DatePartitionEnabled": d.date_partition_enabled,
+        "DatePartitionSequence": d.date_partition_sequence,
+        "DatePartitionDelimiter": d.date_partition_delimiter,
     }
 
 
@@ -103,11 +107,18 @@ def test_worker_options_override_pipeline_defaults():
     assert (job["WorkerType"], job["NumberOfWorkers"]) == ("G.2X", 5)
 
 
-def test_bronze_table_is_the_shared_table_input_at_the_stack_location():
-    plan = build_plan(P, FULL)
+def test_bronze_tables_are_the_specs_table_inputs_at_the_stack_location():
+    plan = build_plan(P, FULL, [hosts_spec()])
     table = plan.of_kind("glue-table")[0].settings
-    assert table["TableInput"] == bronze_table_input(plan.pipeline)
+    assert table["TableInput"] == bronze_table_input(
+        for_lake(hosts_spec(), plan.names.bronze_bucket), P.dms.csv_delimiter)
     sd = table["TableInput"]["StorageDescriptor"]
+    assert sd["Location"] == plan.pipeline.bronze_location  # the stack's own bucket
+    [config] = [r for r in plan.of_kind("s3-object") if "Body" in r.settings]
+    assert config.name == plan.pipeline.tables_config
+    assert json.loads(config.settings["Body"])["tables"][0]["bronze_location"] == (
+        plan.pipeline.bronze_location)
+    assert not build_plan(P, FULL).of_kind("glue-table")  # no specs, no bronze tables
     assert sd["SerdeInfo"]["SerializationLibrary"].endswith("OpenCSVSerde")
     assert table["TableInput"]["Parameters"]["skip.header.line.count"] == "1"
 
@@ -225,7 +236,7 @@ def test_lambda_zip_imports_as_deployed_without_the_repository(tmp_path):
     assert out == str(tmp_path / "object_gate.py")
 
 
-def test_dry_run_prints_the_complete_plan_without_credentials(monkeypatch):
+def test_dry_run_prints_the_complete_plan_without_credentials(monkeypatch, tmp_path):
     for var in (
         "AWS_ACCESS_KEY_ID",
         "AWS_SECRET_ACCESS_KEY",
@@ -242,11 +253,14 @@ def test_dry_run_prints_the_complete_plan_without_credentials(monkeypatch):
         raise AssertionError("--dry-run called AWS")
 
     monkeypatch.setattr("botocore.client.BaseClient._make_api_call", no_aws_calls)
+    specs = tmp_path / "tables.json"  # what `cdclab tables --json` prints
+    specs.write_text(json.dumps({"tables": [hosts_spec()]}))
     out = io.StringIO()
     with redirect_stdout(out):
-        assert deploy_cli.main(["deploy", "--profile", "aws", "--dry-run"]) == 0
+        assert deploy_cli.main(["deploy", "--profile", "aws", "--dry-run",
+                                "--tables-config", str(specs)]) == 0
     text = out.getvalue()
-    plan = build_plan(P, DeployOptions(region="us-east-1"))
+    plan = build_plan(P, DeployOptions(region="us-east-1"), [hosts_spec()])
     assert ACCOUNT_PLACEHOLDER in text and "Dry run: nothing was sent to AWS." in text
     for r in plan.resources:
         assert f"+ {r.kind} {r.name}" in text
@@ -271,3 +285,26 @@ def test_destroy_dry_run_lists_every_optional_piece(capsys):
     text = capsys.readouterr().out
     assert "dms-replication-instance cdclab-replication" in text
     assert "dms-replication-task cdclab-full-load-and-cdc" in text
+
+
+def test_parquet_and_date_partitions_are_sent_as_the_emitter_applies_them():
+    from dataclasses import replace
+
+    from deploy.dms import s3_target_settings
+    dms = replace(P.dms, data_format="parquet", parquet_version="parquet-2-0",
+                  parquet_timestamp_in_millisecond=True, enable_statistics=False,
+                  row_group_length=5000, date_partition_enabled=True,
+                  date_partition_sequence="YYYYMMDDHH", date_partition_delimiter="DASH",
+                  date_partition_timezone="Asia/Seoul")
+    sent = s3_target_settings(replace(P, dms=dms), bucket="b", role_arn="r")
+    assert {k: sent[k] for k in sent if k.startswith(("Parquet", "Enable", "Encoding",
+                                                      "RowGroup", "DataPage", "DictPage",
+                                                      "DatePartition", "DataFormat"))} == {
+        "DataFormat": "parquet", "ParquetVersion": "parquet-2-0",
+        "ParquetTimestampInMillisecond": True, "EnableStatistics": False,
+        "EncodingType": "rle-dictionary", "RowGroupLength": 5000,  # unset sizes: not sent
+        "DatePartitionEnabled": True, "DatePartitionSequence": "YYYYMMDDHH",
+        "DatePartitionDelimiter": "DASH", "DatePartitionTimezone": "Asia/Seoul"}
+    # csv: no Parquet settings at all, and no time zone while it is unset
+    csv = s3_target_settings(P, bucket="b", role_arn="r")
+    assert not any(k.startswith(("Parquet", "Encoding", "DatePartitionTimezone")) for k in csv)
