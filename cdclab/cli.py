@@ -42,7 +42,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     start = time.monotonic()
     names = args.only or None
     stack.up(names)
-    if stack.pid_of("glue") is not None and stack.pid_of("minio") is not None:
+    if all(stack.pid_of(s) is not None for s in ("glue", "minio", "postgres")):
         setup_lake(stack.env(), progress=say)
     say(f"stack up in {time.monotonic() - start:.1f}s; state in {stack.state_dir}")
     say(f"environment for scripts: source {stack.state_dir / 'cdclab.env'}")
@@ -225,12 +225,20 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     from cdclab.reconcile import reconcile
 
     env = _runtime().require("postgres", "minio", "iceberg-rest")
-    result = reconcile(env)
+    try:
+        result = reconcile(env, args.table)
+    except ValueError as exc:
+        say(str(exc))
+        return 2
     if args.json:
         print(json.dumps(result.to_json(), default=str))
     else:
         verdict = "EQUAL" if result.equal else "NOT EQUAL"
-        print(f"silver vs source: {verdict} (source {result.source_rows} rows, "
+        for name, one in result.tables.items():
+            print(f"  {name}: {'EQUAL' if one['equal'] else 'NOT EQUAL'} "
+                  f"(source {one['source_rows']} rows, silver {one['silver_rows']} rows)")
+        print(f"silver vs source{' (' + result.table + ')' if result.table else ''}: "
+              f"{verdict} (source {result.source_rows} rows, "
               f"silver {result.silver_rows} rows)")
         if not result.equal:
             print(f"  missing in silver {result.missing_in_silver}, extra in silver "
@@ -240,8 +248,38 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
                 print(f"  ids held more than once in silver ({result.duplicate_rows} extra "
                       f"rows): {result.duplicate_ids}")
             for ex in result.examples:
-                print(f"  id {ex['id']}:\n    source {ex['source']}\n    silver {ex['silver']}")
+                print(f"  {ex.get('table', '')} key {ex['id']}:\n    source {ex['source']}"
+                      f"\n    silver {ex['silver']}")
     return 0 if result.equal else 1
+
+
+def cmd_tables(args: argparse.Namespace) -> int:
+    """The tables the Glue job merges: each source table, its bronze catalog table, its
+    silver table and key; --sync rebuilds them from the source (after a table was added
+    to the selection, or a column to a table)."""
+    from cdclab.tables_sync import published_specs, sync
+
+    env = _runtime().require("postgres", "minio", "glue")
+    skipped: dict[str, str] = {}
+    if args.sync:
+        report = sync(env, progress=say)
+        specs, skipped = report.specs, report.skipped
+    else:
+        specs = published_specs(env)
+    if args.json:
+        print(json.dumps({"tables": specs, "skipped": skipped}, indent=1))
+        return 0
+    if not specs:
+        say("the job has no tables yet: run `cdclab tables --sync`")
+    for s in specs:
+        silver = [c["name"] + (" <- " + c["from"] if c["from"] != c["name"] else "")
+                  for c in s["silver_columns"]]
+        print(f"{s['name']}\n  bronze  {s['bronze_database']}.{s['bronze_table']} "
+              f"({s['bronze_location']})\n  silver  {s['silver_table']} key "
+              f"{', '.join(s['keys'])}\n  columns {', '.join(silver)}")
+    for name, why in skipped.items():
+        print(f"{name}: not merged: {why}")
+    return 0
 
 
 def cmd_resync(args: argparse.Namespace) -> int:
@@ -348,8 +386,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None)
     p.set_defaults(func=cmd_workload)
     p = sub.add_parser("reconcile", help="check that silver equals source (exit 1 if not)")
+    p.add_argument("--table", help="one source table (schema.table); default: every one")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_reconcile)
+    p = sub.add_parser("tables", help="the tables the Glue job merges (--sync: rebuild "
+                                      "them from the source)")
+    p.add_argument("--sync", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_tables)
     p = sub.add_parser("resync", help="re-snapshot the source (after a lost slot, a rebuilt "
                        "source or lost emitter state) so silver equals it again")
     p.add_argument("table", nargs="?", help="schema.table (default: every table, and the slot)")

@@ -58,6 +58,9 @@ def add_deploy_commands(subparsers: Any) -> None:
     d.add_argument("--source-port", type=int, default=5432)
     d.add_argument("--source-secret-arn", help="Secrets Manager secret with username/password")
     d.add_argument("--source-endpoint-arn", help="use this existing DMS source endpoint")
+    d.add_argument("--tables-config", metavar="FILE",
+                   help="the job's table specs (`cdclab tables --json > FILE`); default: "
+                        "those of the running lab, built from its source")
     d.set_defaults(func=run_deploy)
     x = subparsers.add_parser("destroy", help="remove what deploy created (tagged resources)")
     _common(x)
@@ -118,8 +121,32 @@ def _plan(args: argparse.Namespace, *, for_destroy: bool = False) -> tuple[Plan,
         account = _account(session)
     opts = options_from_args(args, account)
     if for_destroy:
-        opts = destroy_options(opts)
-    return build_plan(load_pipeline(), opts), session
+        return build_plan(load_pipeline(), destroy_options(opts)), session
+    return build_plan(load_pipeline(), opts, table_specs(args)), session
+
+
+def table_specs(args: argparse.Namespace) -> list[dict]:
+    """The tables the deployed job merges: --tables-config, else the running lab's
+    (the lab's source has the schema the AWS source has: that is the point of the lab)."""
+    import json
+
+    path = vars(args).get("tables_config")
+    if path:
+        return json.loads(open(path, encoding="utf-8").read())["tables"]
+    try:
+        from cdclab.runtime import current
+        from cdclab.tables_sync import published_specs
+
+        specs = published_specs(current().require("minio"))
+    except Exception as exc:  # no lab running: say what to do
+        if args.dry_run:
+            print(f"cdclab deploy: no table specs ({exc}); the plan has no bronze tables",
+                  file=sys.stderr)
+            return []
+        raise DeployError("cdclab deploy needs the tables' columns: start the lab "
+                          "(`cdclab up`) against a source with the same schema, or pass "
+                          "--tables-config FILE (`cdclab tables --json > FILE`)") from exc
+    return specs
 
 
 def run_deploy(args: argparse.Namespace) -> int:

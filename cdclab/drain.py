@@ -68,7 +68,7 @@ def newest_bronze_object(env: Mapping[str, str]) -> datetime | None:
     s3 = s3_client(dict(env))
     newest = None
     for page in s3.get_paginator("list_objects_v2").paginate(
-        Bucket=p.lake.bronze_bucket, Prefix=p.bronze_prefix + "/"
+        Bucket=p.lake.bronze_bucket, Prefix=p.watched_prefix + "/"
     ):
         for obj in page.get("Contents", []):
             if newest is None or obj["LastModified"] > newest:

@@ -91,12 +91,8 @@ def glue_default_arguments(
         "--job-bookmark-option": p.glue_job.job_bookmark_option,
         "--enable-metrics": "true",
         "--enable-continuous-cloudwatch-log": "true",
-        # the job's own parameters (read with getResolvedOptions)
-        "--bronze_database": p.lake.glue_database,
-        "--bronze_table": p.lake.bronze_table,
-        "--silver_table": p.qualified(p.lake.silver_table),
-        "--tombstone_table": p.qualified(p.lake.tombstone_table),
-        "--quarantine_table": p.qualified(p.lake.quarantine_table),
+        # the job's own parameter (read with getResolvedOptions): the tables it merges
+        "--tables_config": p.tables_config,
     }
     if temp_dir:
         args["--TempDir"] = temp_dir

@@ -1,16 +1,25 @@
-"""Prove silver equals source, row for row (DESIGN.md invariant 6).
+"""Prove silver equals source, row for row, for every table the job merges (DESIGN.md
+invariant 6).
 
-The expected silver table is computed from the source with the documented cleaning
-(`since` as DATE, `location` split into city/country, see cdclab.merge_model) and
-compared on the business columns; CDC bookkeeping columns (change_seq,
-last_updated_ts) are not part of the source and are left out.
+Per table (its spec, cdclab.table_specs), the expected silver rows are computed from the
+source as the pipeline carries them: each value rendered by the emitter's own DMS
+renderer (the text in the bronze files), read back as Glue's CSV reader returns it
+(NULL vs ''), cast to the silver type, and the named transforms applied (the demo
+table's `location` split into city/country). They are compared on the business columns,
+keyed by the table's key; CDC bookkeeping columns (change_seq, the DMS timestamp) are
+not part of the source and are left out.
 """
 
 from __future__ import annotations
 
+import math
+import re
+import struct
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, date, datetime
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from cdclab import settings
@@ -31,6 +40,7 @@ class ReconcileResult:
     equal: bool
     source_rows: int
     silver_rows: int
+    table: str = ""  # the source table; "" for the sum over every table (see `tables`)
     missing_in_silver: int = 0
     extra_in_silver: int = 0
     different: int = 0
@@ -39,6 +49,7 @@ class ReconcileResult:
     # ids silver holds more than once (a keyed comparison alone would hide them)
     duplicate_ids: list[int] = field(default_factory=list)  # first MAX_REPORTED_KEYS
     duplicate_rows: int = 0  # rows beyond the first of each duplicated id
+    tables: dict[str, dict] = field(default_factory=dict)  # per table, when summed
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -56,8 +67,9 @@ def expected_silver(source_rows: Iterable[Mapping[str, Any]]) -> dict[int, Recor
     return expected
 
 
-def compare(expected: Mapping[int, Record], actual: Mapping[int, Record],
-            duplicates: Mapping[int, int] | None = None) -> ReconcileResult:
+def compare(expected: Mapping[Any, Record], actual: Mapping[Any, Record],
+            duplicates: Mapping[Any, int] | None = None,
+            columns: tuple[str, ...] = BUSINESS_COLUMNS) -> ReconcileResult:
     """`duplicates`: id -> how many rows silver holds for it, for ids held twice or more."""
     duplicates = duplicates or {}
     missing = sorted(set(expected) - set(actual))
@@ -67,8 +79,8 @@ def compare(expected: Mapping[int, Record], actual: Mapping[int, Record],
     examples = [
         {
             "id": k,
-            "source": _as_dict(expected.get(k)),
-            "silver": _as_dict(actual.get(k)),
+            "source": _as_dict(expected.get(k), columns),
+            "silver": _as_dict(actual.get(k), columns),
         }
         for k in keys[:3]
     ]
@@ -87,15 +99,163 @@ def compare(expected: Mapping[int, Record], actual: Mapping[int, Record],
     )
 
 
-def _as_dict(record: Record | None) -> dict | None:
+def _as_dict(record: Record | None, columns: tuple[str, ...] = BUSINESS_COLUMNS) -> dict | None:
     if record is None:
         return None
     return {c: (v.isoformat() if hasattr(v, "isoformat") else v)
-            for c, v in zip(BUSINESS_COLUMNS, record, strict=True)}
+            for c, v in zip(columns, record, strict=True)}
+
+
+# --- any table, from its spec (pure) ----------------------------------------------
+class Unconvertible(ValueError):
+    """A value the job's validation refuses (its row is quarantined, not in silver)."""
+
+
+def typed(sql_type: str, text: str | None) -> Any:
+    """The value Spark's cast of DMS text gives in silver (NaN as the text 'NaN', so two
+    NaNs compare equal)."""
+    if text is None or sql_type == "string":
+        return text
+    try:
+        if sql_type in ("smallint", "int", "bigint"):
+            return int(text)
+        if sql_type.startswith("decimal"):
+            scale = int(sql_type.rstrip(")").split(",")[1])
+            return Decimal(text).quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP)
+        if sql_type in ("float", "double"):
+            value = float(text)
+            if sql_type == "float":
+                value = struct.unpack("f", struct.pack("f", value))[0]
+            return "NaN" if math.isnan(value) else value
+        if sql_type == "boolean":
+            return {"true": True, "false": False}[text]
+        if sql_type == "date":
+            return date.fromisoformat(text)
+        if sql_type == "timestamp":
+            return datetime.strptime(text.replace("T", " "), "%Y-%m-%d %H:%M:%S.%f")
+    except (ValueError, KeyError, ArithmeticError, OverflowError) as exc:
+        raise Unconvertible(f"{text!r} is not a {sql_type}") from exc
+    raise Unconvertible(f"no conversion to {sql_type}")
+
+
+def as_read(text: str | None, null_value: str = "", quote_empty: bool = True) -> str | None:
+    """A bronze value as Glue's CSV reader returns it: NULL is written as CsvNullValue
+    (read back as NULL when that is the empty field); '' is an empty field too unless
+    it is quoted."""
+    if text is None:
+        return None if null_value == "" else null_value
+    if text == "" and not quote_empty:
+        return None
+    return text
+
+
+def business_columns(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """Silver columns that come from the source (not the CDC bookkeeping)."""
+    meta = {c["name"] for c in spec["bronze_columns"] if c["role"] in ("timestamp", "change_seq")}
+    return tuple(c["name"] for c in spec["silver_columns"] if c["from"] not in meta)
+
+
+def expected_rows(spec: Mapping[str, Any], data_rows: Iterable[Sequence[str | None]],
+                  null_value: str = "", quote_empty: bool = True,
+                  ) -> tuple[dict[tuple, Record], int]:
+    """(key -> expected business record, rows the job would quarantine). `data_rows`:
+    each source row's bronze data fields (source columns, then added columns), as the
+    emitter writes them."""
+    data = [c for c in spec["bronze_columns"] if c["role"] in ("data", "change_seq")]
+    types = {c["name"]: c["type"] for c in data}
+    keep = business_columns(spec)
+    silver = [c for c in spec["silver_columns"] if c["name"] in keep]
+    out: dict[tuple, Record] = {}
+    refused = 0
+    for row in data_rows:
+        values = {c["name"]: as_read(v, null_value, quote_empty)
+                  for c, v in zip(data, row, strict=False)}
+        try:
+            cast = {n: typed(types[n], values[n]) for n in types if n in values}
+        except Unconvertible:
+            refused += 1
+            continue
+        record = tuple(_silver_value(c, cast) for c in silver)
+        out[tuple(cast[k] for k in spec["keys"])] = record
+    return out, refused
+
+
+def _silver_value(column: Mapping[str, Any], cast: Mapping[str, Any]) -> Any:
+    value = cast[column["from"]]
+    if column.get("transform") != "split":
+        return value
+    if value is None:
+        return None
+    parts = re.split(column["pattern"], value, maxsplit=1)
+    return parts[column["part"]] if column["part"] < len(parts) else None
+
+
+def silver_record(spec: Mapping[str, Any], row: Mapping[str, Any]) -> tuple[tuple, Record]:
+    """(key, business record) of a silver row as pyiceberg returns it (timestamps in
+    UTC without a zone, like the expected ones; NaN as 'NaN')."""
+    def norm(v: Any) -> Any:
+        if isinstance(v, datetime) and v.tzinfo is not None:
+            return v.astimezone(UTC).replace(tzinfo=None)
+        if isinstance(v, float) and math.isnan(v):
+            return "NaN"
+        return v
+    return (tuple(norm(row[k]) for k in spec["keys"]),
+            tuple(norm(row[c]) for c in business_columns(spec)))
+
+
+def total(results: Mapping[str, ReconcileResult]) -> ReconcileResult:
+    """One verdict over every table: equal only if each is."""
+    prefixed = [f"{name}:{k}" for name, r in results.items() for k in r.mismatching_keys]
+    return ReconcileResult(
+        equal=all(r.equal for r in results.values()),
+        source_rows=sum(r.source_rows for r in results.values()),
+        silver_rows=sum(r.silver_rows for r in results.values()),
+        missing_in_silver=sum(r.missing_in_silver for r in results.values()),
+        extra_in_silver=sum(r.extra_in_silver for r in results.values()),
+        different=sum(r.different for r in results.values()),
+        mismatching_keys=prefixed[:MAX_REPORTED_KEYS],
+        examples=[{"table": name, **e} for name, r in results.items() for e in r.examples][:3],
+        duplicate_ids=[f"{name}:{k}" for name, r in results.items()
+                       for k in r.duplicate_ids][:MAX_REPORTED_KEYS],
+        duplicate_rows=sum(r.duplicate_rows for r in results.values()),
+        tables={name: r.to_json() for name, r in results.items()},
+    )
 
 
 # --- I/O adapters ---------------------------------------------------------------------
+def source_data_rows(dsn: str, spec: Mapping[str, Any],
+                     p: settings.PipelineSettings) -> Iterator[tuple[str | None, ...]]:
+    """The source table's rows as the emitter writes their data fields: the same
+    mappings plan and DMS renderer (LOBs cut at LobMaxSize included)."""
+    import psycopg
+    from psycopg import sql
+
+    from cdclab.tables_sync import table_mappings
+    from dms_emitter import replication as repl
+    from dms_emitter.values import RenderOptions, RowRenderer
+
+    d = p.dms
+    schema, table = spec["name"].split(".", 1)
+    plan = table_mappings(p).plan(schema, table)
+    options = RenderOptions(d.trim_space_in_char, d.map_unbounded_numeric_as_string,
+                            d.bytea_format, d.timestamptz_time_zone, d.lob_max_size_kb,
+                            d.interval_style)
+    with psycopg.connect(dsn, autocommit=True,
+                         options=repl.session_options(d.timestamptz_time_zone,
+                                                      d.interval_style),
+                         context=repl.raw_text_adapters()) as conn:
+        columns = repl.table_columns(conn, schema, table)
+        names = [c.name for c in columns]
+        kept, renderer = plan.kept(names), RowRenderer(columns, options)
+        query = sql.SQL("SELECT {} FROM {}.{}").format(
+            sql.SQL(", ").join(sql.Identifier(c) for c in names),
+            sql.Identifier(schema), sql.Identifier(table))
+        for values in conn.cursor().stream(query):
+            yield plan.row(kept, renderer.row(values), "")
+
+
 def read_source(dsn: str) -> list[dict]:
+    """The demo table's rows (notebooks show them beside silver)."""
     import psycopg
     from psycopg.rows import dict_row
 
@@ -122,33 +282,61 @@ def silver_catalog(env: Mapping[str, str]):
     )
 
 
-def keyed(rows: Iterable[Record]) -> tuple[dict[int, Record], dict[int, int]]:
-    """Silver rows by id (the first of each), and the ids held more than once."""
-    by_id: dict[int, Record] = {}
-    counts: Counter[int] = Counter()
+def keyed(rows: Iterable[Record], key_of=lambda row: row[0], record_of=lambda row: row,
+          ) -> tuple[dict[Any, Record], dict[Any, int]]:
+    """Silver rows by key (the first of each), and the keys held more than once."""
+    by_key: dict[Any, Record] = {}
+    counts: Counter[Any] = Counter()
     for row in rows:
-        counts[row[0]] += 1
-        by_id.setdefault(row[0], row)
-    return by_id, {k: n for k, n in counts.items() if n > 1}
+        key, record = key_of(row), record_of(row)
+        counts[key] += 1
+        by_key.setdefault(key, record)
+    return by_key, {k: n for k, n in counts.items() if n > 1}
 
 
-def read_silver_rows(env: Mapping[str, str]) -> list[Record]:
+def read_silver_rows(env: Mapping[str, str], spec: Mapping[str, Any]) -> list[tuple]:
+    """(key, business record) of every silver row (none before the first run)."""
     from pyiceberg.exceptions import NoSuchTableError
 
-    lake = settings.load_pipeline().lake
+    _catalog, namespace, name = spec["silver_table"].split(".", 2)
     try:
-        table = silver_catalog(env).load_table(f"{lake.glue_database}.{lake.silver_table}")
+        table = silver_catalog(env).load_table(f"{namespace}.{name}")
     except NoSuchTableError:
         return []
-    arrow = table.scan(selected_fields=BUSINESS_COLUMNS).to_arrow()
-    return [tuple(row[c] for c in BUSINESS_COLUMNS) for row in arrow.to_pylist()]
+    columns = (*spec["keys"], *business_columns(spec))
+    arrow = table.scan(selected_fields=tuple(dict.fromkeys(columns))).to_arrow()
+    return [silver_record(spec, row) for row in arrow.to_pylist()]
 
 
-def read_silver(env: Mapping[str, str]) -> dict[int, Record]:
-    return keyed(read_silver_rows(env))[0]
+def reconcile_table(env: Mapping[str, str], spec: Mapping[str, Any],
+                    p: settings.PipelineSettings) -> ReconcileResult:
+    expected, _refused = expected_rows(
+        spec, source_data_rows(env[settings.ENV_PG_DSN], spec, p),
+        p.dms.csv_null_value, p.dms.quote_empty_strings and p.dms.rfc4180)
+    def one(key: tuple) -> Any:  # a one-column key reads as its value (ids as ids)
+        return key[0] if len(key) == 1 else key
+
+    actual, duplicates = keyed(read_silver_rows(env, spec), lambda kr: one(kr[0]),
+                               lambda kr: kr[1])
+    result = compare({one(k): v for k, v in expected.items()}, actual, duplicates,
+                     business_columns(spec))
+    result.table = spec["name"]
+    return result
 
 
-def reconcile(env: Mapping[str, str]) -> ReconcileResult:
-    expected = expected_silver(read_source(env[settings.ENV_PG_DSN]))
-    actual, duplicates = keyed(read_silver_rows(env))
-    return compare(expected, actual, duplicates)
+def reconcile(env: Mapping[str, str], table: str | None = None) -> ReconcileResult:
+    """Silver vs source for every table the job merges (the published specs), or one."""
+    from cdclab.tables_sync import build_specs, published_specs, source_tables
+
+    p = settings.load_pipeline()
+    specs = published_specs(env, p) or build_specs(
+        source_tables(env[settings.ENV_PG_DSN], p), p).specs
+    if table is not None:
+        specs = [s for s in specs if s["name"] == table]
+        if not specs:
+            raise ValueError(f"{table}: not a table the job merges (cdclab tables)")
+        return reconcile_table(env, specs[0], p)
+    results = {s["name"]: reconcile_table(env, s, p) for s in specs}
+    if len(results) == 1:
+        return next(iter(results.values()))
+    return total(results)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -36,6 +36,7 @@ ENV_JARS_DIR = "CDCLAB_JARS_DIR"  # where bootstrap put the resolved jars
 ENV_BATCH_INTERVAL = "CDCLAB_BATCH_INTERVAL_SECONDS"  # overrides dms.cdc_max_batch_interval
 ENV_BATCH_SIZE_KB = "CDCLAB_BATCH_SIZE_KB"  # overrides dms.cdc_min_file_size_kb
 ENV_WATCH_INTERVAL = "CDCLAB_WATCH_INTERVAL_SECONDS"  # watcher listing period
+ENV_PIPELINE_FILE = "CDCLAB_PIPELINE_FILE"  # another pipeline.toml (default cdclab/pipeline.toml)
 # The watcher rewrites its state file at least every full re-list (30 s): older than
 # this, it is not listing (hung, or S3 unreachable). scripts/container-health.sh agrees.
 WATCHER_STALE_SECONDS = 90
@@ -212,11 +213,22 @@ class PipelineSettings:
     dms: DmsSettings
     lake: LakeSettings
     glue_job: GlueJobSettings
+    # [tables."schema.table"]: per-table overrides for the generic job (raw TOML tables,
+    # parsed by cdclab.table_specs.TableOverrides)
+    tables: dict[str, dict] = field(default_factory=dict)
 
     @property
     def bronze_prefix(self) -> str:
         """Key prefix of the table's DMS files in the bronze bucket (no trailing slash)."""
         return f"{self.dms.bucket_folder}/{self.source.schema}/{self.source.table}"
+
+    @property
+    def watched_prefix(self) -> str:
+        """Key prefix the watcher (and the deployed S3 notification) watch: the table's
+        folder, or with table mappings the bucket folder every selected table is in."""
+        if self.source.table_mappings:
+            return self.dms.bucket_folder.strip("/")
+        return self.bronze_prefix
 
     @property
     def bronze_location(self) -> str:
@@ -235,6 +247,13 @@ class PipelineSettings:
         return f"{self.lake.catalog_name}.{self.lake.glue_database}.{table}"
 
     @property
+    def tables_config(self) -> str:
+        """Where the generic job's table specs live (its --tables_config argument): beside
+        the script, which the job's role may read."""
+        folder = self.glue_job.script.rsplit("/", 1)[0]
+        return f"s3://{self.lake.scripts_bucket}/{folder}/{self.glue_job.name}.tables.json"
+
+    @property
     def script_path(self) -> Path:
         return REPO_ROOT / self.glue_job.script
 
@@ -249,8 +268,14 @@ BUCKET_OVERRIDES = {
 }
 
 
+def load_pipeline(path: Path | None = None) -> PipelineSettings:
+    """The pipeline description: `path`, else $CDCLAB_PIPELINE_FILE, else PIPELINE_FILE
+    (every process of a stack inherits the variable, so all read the same file)."""
+    return _load_pipeline(Path(path or os.environ.get(ENV_PIPELINE_FILE) or PIPELINE_FILE))
+
+
 @cache
-def load_pipeline(path: Path = PIPELINE_FILE) -> PipelineSettings:
+def _load_pipeline(path: Path) -> PipelineSettings:
     raw = tomllib.loads(path.read_text())
     for field_name, env_key in BUCKET_OVERRIDES.items():
         if os.environ.get(env_key):
@@ -260,4 +285,5 @@ def load_pipeline(path: Path = PIPELINE_FILE) -> PipelineSettings:
         dms=DmsSettings(**raw["dms"]),
         lake=LakeSettings(**raw["lake"]),
         glue_job=GlueJobSettings(**raw["glue_job"]),
+        tables=raw.get("tables", {}),
     )

@@ -6,7 +6,6 @@ AWS_ENDPOINT_URL_GLUE.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Mapping
 
 import boto3
@@ -25,20 +24,13 @@ def glue_client(env: Mapping[str, str]):
 
 
 def setup_lake(env: Mapping[str, str], progress: Callable[[str], None] = lambda _m: None) -> None:
-    from cdclab.catalog_tables import bronze_table_input, database_input
+    """The Glue database, each selected table's bronze catalog table and the job's table
+    specs (cdclab.tables_sync), then the job itself."""
     from cdclab.services.glue_api import register_job
+    from cdclab.tables_sync import sync
 
     p = settings.load_pipeline()
-    glue = glue_client(env)
-    with contextlib.suppress(glue.exceptions.AlreadyExistsException):
-        glue.create_database(DatabaseInput=database_input(p))
-    table = bronze_table_input(p)
-    try:
-        glue.create_table(DatabaseName=p.lake.glue_database, TableInput=table)
-    except glue.exceptions.AlreadyExistsException:
-        glue.update_table(DatabaseName=p.lake.glue_database, TableInput=table)
-    register_job(glue, p)
-    progress(
-        f"Glue catalog: {p.lake.glue_database}.{p.lake.bronze_table} -> {p.bronze_location}; "
-        f"job {p.glue_job.name} registered"
-    )
+    report = sync(env, p, progress)
+    register_job(glue_client(env), p)
+    progress(f"Glue catalog: {p.lake.glue_database}, {len(report.specs)} table(s) -> "
+             f"{p.tables_config}; job {p.glue_job.name} registered")

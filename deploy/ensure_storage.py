@@ -94,10 +94,13 @@ def _bucket_sse(s3: Any, bucket: str) -> str | None:
 
 def ensure_object(ctx: Context, r: Resource) -> str:
     s3, bucket, key = ctx.client("s3"), r.settings["Bucket"], r.settings["Key"]
-    path = source_path(r)
-    if not path.is_file():
-        raise DeployError(f"{path} is missing: the Glue job deploys exactly that file")
-    body = path.read_bytes()
+    if "Body" in r.settings:  # a document the plan built (the job's table specs)
+        body = r.settings["Body"].encode()
+    else:
+        path = source_path(r)
+        if not path.is_file():
+            raise DeployError(f"{path} is missing: the Glue job deploys exactly that file")
+        body = path.read_bytes()
     digest = hashlib.sha256(body).hexdigest()
     try:
         head = s3.head_object(Bucket=bucket, Key=key)

@@ -64,8 +64,10 @@ def glue_job_policy(n: StackNames, p: PipelineSettings, *, temp_prefix: str) -> 
             ["s3:GetBucketLocation"],
             [_bucket(b) for b in (n.bronze_bucket, n.silver_bucket, n.scripts_bucket)],
         ),
-        _allow("ReadBronze", ["s3:GetObject"], [_objects(n.bronze_bucket, p.bronze_prefix)]),
-        _list_prefix("ListBronze", n.bronze_bucket, p.bronze_prefix),
+        # every table's folder: the job merges each table the mappings select
+        _allow("ReadBronze", ["s3:GetObject"],
+               [_objects(n.bronze_bucket, p.watched_prefix)]),
+        _list_prefix("ListBronze", n.bronze_bucket, p.watched_prefix),
         _allow("ReadScript", ["s3:GetObject"], [_objects(n.scripts_bucket, script_prefix)]),
         _allow(
             "TempDir",
@@ -115,7 +117,7 @@ def lambda_policy(n: StackNames, p: PipelineSettings, *, job_name: str) -> Polic
     quarantine = p.lake.quarantine_prefix.strip("/")
     return _doc(
         _allow("CheckAndMoveBronzeObjects", ["s3:GetObject", "s3:DeleteObject"],
-               [_objects(n.bronze_bucket, p.bronze_prefix)]),
+               [_objects(n.bronze_bucket, p.watched_prefix)]),
         _allow("WriteQuarantine", ["s3:PutObject"], [_objects(n.bronze_bucket, quarantine)]),
         _allow(
             "StartThisJob",

@@ -8,13 +8,15 @@ and the tests all read this one list.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cdclab.catalog_tables import bronze_table_input, database_input
+from cdclab.catalog_tables import database_input
 from cdclab.job_config import glue_default_arguments
 from cdclab.settings import REPO_ROOT, PipelineSettings
+from cdclab.table_specs import bronze_table_input, for_lake, tables_document
 from deploy import dms, iam
 from deploy.options import STACK_TAG, DeployOptions, StackNames
 from lambda_shim.function_env import function_environment
@@ -114,8 +116,12 @@ def _role(
     )
 
 
-def build_plan(p: PipelineSettings, opts: DeployOptions) -> Plan:
+def build_plan(p: PipelineSettings, opts: DeployOptions,
+               specs: list[dict[str, Any]] | None = None) -> Plan:
+    """`specs`: the tables the job merges (cdclab.table_specs, as the lab built them
+    from its source); their bronze catalog tables and the job's --tables_config."""
     opts.validate()
+    specs = specs or []
     n = StackNames(opts.stack, opts.account_id, opts.region)
     pa = aws_pipeline(p, n)
     tags = {STACK_TAG: opts.stack}
@@ -135,6 +141,17 @@ def build_plan(p: PipelineSettings, opts: DeployOptions) -> Plan:
                 "Source": str(pa.script_path.relative_to(REPO_ROOT)),
             },
             "the very job script the local tests run",
+        ),
+    ]
+    config_bucket, config_key = pa.tables_config.removeprefix("s3://").split("/", 1)
+    specs = [for_lake(s, pa.lake.bronze_bucket) for s in specs]
+    res += [
+        Resource(
+            "s3-object",
+            pa.tables_config,
+            {"Bucket": config_bucket, "Key": config_key,
+             "Body": json.dumps(tables_document(specs), indent=1, sort_keys=True)},
+            f"the job's table specs ({len(specs)} table(s), as the lab built them)",
         ),
         _role(
             n.glue_role,
@@ -177,15 +194,15 @@ def build_plan(p: PipelineSettings, opts: DeployOptions) -> Plan:
             pa.lake.glue_database,
             {"DatabaseInput": database_input(pa), "Tags": tags},
         ),
-        Resource(
+        *(Resource(
             "glue-table",
-            f"{pa.lake.glue_database}.{pa.lake.bronze_table}",
+            f"{spec['bronze_database']}.{spec['bronze_table']}",
             {
-                "DatabaseName": pa.lake.glue_database,
-                "TableInput": bronze_table_input(pa),
+                "DatabaseName": spec["bronze_database"],
+                "TableInput": bronze_table_input(spec, pa.dms.csv_delimiter),
             },
-            "bronze CSV table (OpenCSVSerde, header skipped)",
-        ),
+            f"bronze CSV table of {spec['name']} (OpenCSVSerde, header skipped)",
+        ) for spec in specs),
         Resource(
             "glue-job",
             job.name,
@@ -243,7 +260,7 @@ def build_plan(p: PipelineSettings, opts: DeployOptions) -> Plan:
                 "LambdaFunctionArn": n.lambda_arn,
                 "Events": ["s3:ObjectCreated:*"],
                 # every object, whatever its name: the Lambda quarantines strays
-                "Prefix": f"{pa.bronze_prefix}/",
+                "Prefix": f"{pa.watched_prefix}/",
             },
         ),
     ]

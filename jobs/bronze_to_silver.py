@@ -1,14 +1,18 @@
-"""Glue job: DMS CSV changes (bronze, Glue Data Catalog) -> MERGE INTO Iceberg silver.
+"""Glue job: DMS changes (bronze, Glue Data Catalog) -> MERGE INTO Iceberg silver, for
+every table of its `--tables_config` document.
 
 Runs unchanged on AWS Glue 5.1 (--datalake-formats iceberg, catalog settings as --conf)
 and locally, where it imports AWS's own `awsglue` (AWSGlueDataplanePython) over cdclab's
-JVM side. Deployed alone: it must not import cdclab. The merge rules are those of
-cdclab/merge_model.py:
+JVM side. Deployed alone: it must not import cdclab. Each table's spec (built by
+cdclab/table_specs.py from the source's catalog and pipeline.toml) names its bronze
+catalog table, its columns with the Spark types their DMS text casts to, its key, the
+silver columns (a cast, or a named transform of one column) and its silver, tombstone
+and quarantine tables. Per table, the merge rules are those of cdclab/merge_model.py:
 
 - malformed rows go to the quarantine table (file, record number, reason, raw fields);
-- per id only the change with the greatest change_seq counts (never the timestamp);
-- changes at or below the id's tombstone seq are dropped (deletes stay deleted);
-- MERGE ON id: newer D deletes, newer I/U replaces all columns, unmatched I/U inserts;
+- per key only the change with the greatest change_seq counts (never the timestamp);
+- changes at or below the key's tombstone seq are dropped (deletes stay deleted);
+- MERGE ON the key: newer D deletes, newer I/U replaces all columns, unmatched I/U inserts;
 - the batch's deletes upsert the tombstones (max seq). Replaying a file is harmless.
 """
 
@@ -20,42 +24,33 @@ import sys
 import time
 import uuid
 
-BRONZE_COLUMNS = (
-    "op", "last_updated_ts", "id", "url", "name", "since", "location",
-    "response_time", "response_rate", "change_seq",
-)
 OPS = ("I", "U", "D")
 FULL_LOAD_LSN = "0" * 20
-INT_MIN, INT_MAX = -(2**31), 2**31 - 1
-# Java regex (Spark's split): first comma plus optional ASCII whitespace.
-LOCATION_SPLIT = r",[ \t\n\x0B\f\r]*"
 MAX_LOGGED_BAD_ROWS = 200
 MAX_REPORTED_BAD_ROWS = 5  # in the run's metrics (cdclab status / quarantine show them)
 MAX_FILES_BEFORE_COMPACTION = 48  # data + delete files of a table
+SPEC_VERSION = 1  # cdclab/table_specs.py SPEC_VERSION
 # Glue's attachFilename: each row's source file, the documented way (input_file_name()
 # is empty for grouped, non-FileSplit reads).
 SOURCE_FILE_COLUMN = "_cdclab_source_file"
+ROLE_OP, ROLE_TIMESTAMP, ROLE_CHANGE_SEQ = "op", "timestamp", "change_seq"
 
-# Java regexes (rlike) for the text forms DMS writes.
+# Java regexes (rlike) for the text forms DMS writes, by Spark type; try_cast rejects
+# what a pattern lets through (2020-02-30, an INT out of range).
 TS_PATTERN = r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?$"
 DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
-INT_PATTERN = r"^[+-]?\d{1,10}$"
+INTEGER_PATTERN = r"^[+-]?\d{1,19}$"
+DECIMAL_PATTERN = r"^[+-]?(\d+(\.\d*)?|\.\d+)$"
+FLOAT_PATTERN = r"^([+-]?((\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?|Infinity)|NaN)$"
+BOOLEAN_PATTERN = r"^(true|false)$"
 SEQ_PATTERN = r"^\d{35}$"
+TYPE_PATTERNS = {"smallint": INTEGER_PATTERN, "int": INTEGER_PATTERN,
+                 "bigint": INTEGER_PATTERN, "float": FLOAT_PATTERN, "double": FLOAT_PATTERN,
+                 "boolean": BOOLEAN_PATTERN, "date": DATE_PATTERN, "timestamp": TS_PATTERN}
 
-# DDL: the documentation copies live in jobs/ddl/*.sql.
-SILVER_DDL = """CREATE TABLE IF NOT EXISTS {table} (
-  last_updated_ts TIMESTAMP, id INT, url STRING, name STRING, since DATE,
-  location_city STRING, location_country STRING, response_time STRING,
-  response_rate STRING, change_seq STRING)
-USING iceberg
-TBLPROPERTIES ('format-version'='2', 'write.format.default'='parquet',
+TABLE_PROPERTIES = """TBLPROPERTIES ('format-version'='2', 'write.format.default'='parquet',
   'write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read',
   'write.merge.mode'='merge-on-read')"""
-TOMBSTONE_DDL = """CREATE TABLE IF NOT EXISTS {table} (
-  id INT, change_seq STRING, deleted_at TIMESTAMP)
-USING iceberg
-TBLPROPERTIES ('format-version'='2', 'write.format.default'='parquet',
-  'write.merge.mode'='merge-on-read', 'write.update.mode'='merge-on-read')"""
 QUARANTINE_DDL = """CREATE TABLE IF NOT EXISTS {table} (
   source_file STRING, record_number BIGINT, line_number BIGINT, reason STRING,
   raw_fields STRING, run_id STRING, quarantined_at TIMESTAMP)
@@ -63,46 +58,114 @@ USING iceberg
 TBLPROPERTIES ('format-version'='2', 'write.format.default'='parquet')"""
 
 
+def q(name: str) -> str:
+    """A column name quoted for Spark SQL."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def pattern_of(spark_type: str) -> str | None:
+    if spark_type.startswith("decimal"):
+        return DECIMAL_PATTERN
+    return TYPE_PATTERNS.get(spark_type)
+
+
+def role_column(spec: dict, role: str) -> str | None:
+    return next((c["name"] for c in spec["bronze_columns"] if c["role"] == role), None)
+
+
+def silver_ddl(spec: dict) -> str:
+    columns = ", ".join(f"{q(c['name'])} {c['type'].upper()}" for c in spec["silver_columns"])
+    return (f"CREATE TABLE IF NOT EXISTS {spec['silver_table']} ({columns})\n"
+            f"USING iceberg\n{TABLE_PROPERTIES}")
+
+
+def tombstone_ddl(spec: dict) -> str:
+    types = {c["name"]: c["type"] for c in spec["silver_columns"]}
+    keys = ", ".join(f"{q(k)} {types[k].upper()}" for k in spec["keys"])
+    return (f"CREATE TABLE IF NOT EXISTS {spec['tombstone_table']} ({keys}, "
+            f"change_seq STRING, deleted_at TIMESTAMP)\nUSING iceberg\n{TABLE_PROPERTIES}")
+
+
+def load_tables(spark, location: str) -> list[dict]:
+    """The --tables_config document: an s3:// object (read by Spark, as every other input
+    of the job) or a local file."""
+    if "://" in location:
+        text = "".join(r.value for r in spark.read.text(location, wholetext=True).collect())
+    else:
+        with open(location, encoding="utf-8") as f:
+            text = f.read()
+    doc = json.loads(text)
+    if doc.get("version") != SPEC_VERSION:
+        raise ValueError(f"{location}: table specs version {doc.get('version')!r}, this job "
+                         f"reads version {SPEC_VERSION}")
+    return doc["tables"]
+
+
 # --- record validation (Spark column expressions; reading is Glue's) ----------------
 def _shown(name: str):
     """A column's value as a quarantine reason shows it: quoted, or NULL."""
     from pyspark.sql import functions as F
 
-    return F.coalesce(F.concat(F.lit("'"), F.col(name), F.lit("'")), F.lit("NULL"))
+    return F.coalesce(F.concat(F.lit("'"), F.col(q(name)), F.lit("'")), F.lit("NULL"))
 
 
 def _not_a(name: str, pattern: str, sql_type: str):
-    """True unless the column has the text form `pattern` and casts to `sql_type`
-    (try_cast rejects what the pattern lets through, like 2020-02-30)."""
+    """True unless the column has the text form `pattern` and casts to `sql_type`."""
     from pyspark.sql import functions as F
 
-    value = F.col(name)
+    value = F.col(q(name))
     return (value.isNull() | ~value.rlike(pattern)
-            | F.expr(f"try_cast(`{name}` AS {sql_type})").isNull())
+            | F.expr(f"try_cast({q(name)} AS {sql_type})").isNull())
 
 
-def reason_column():
-    """Why a bronze record (named columns, BRONZE_COLUMNS) is malformed; NULL when it is
-    a valid change. The first failing check names the reason."""
+def _type_reason(name: str, sql_type: str):
     from pyspark.sql import functions as F
 
-    return (
-        F.when(F.col("op").isNull() | ~F.col("op").isin(*OPS),
-               F.concat(F.lit("bad Op "), _shown("op")))
-        .when(_not_a("id", INT_PATTERN, "bigint")
-              | ~F.expr("try_cast(id AS bigint)").between(INT_MIN, INT_MAX),
-              F.concat(F.lit("id is not an INT: "), _shown("id")))
-        .when(F.col("change_seq").isNull() | ~F.col("change_seq").rlike(SEQ_PATTERN),
-              F.concat(F.lit("change_seq is not 35 digits: "), _shown("change_seq")))
-        .when(_not_a("last_updated_ts", TS_PATTERN, "timestamp"),
-              F.concat(F.lit("unparseable last_updated_ts "), _shown("last_updated_ts")))
-        .when(F.col("since").isNotNull() & _not_a("since", DATE_PATTERN, "date"),
-              F.concat(F.lit("unparseable since "), _shown("since")))
-    )
+    if sql_type in ("date", "timestamp"):
+        return F.concat(F.lit(f"unparseable {name} "), _shown(name))
+    article = "an" if sql_type[0] in "aeiou" else "a"
+    return F.concat(F.lit(f"{name} is not {article} {sql_type.upper()}: "), _shown(name))
 
 
-def bronze_records(bronze_df, file_column: str = SOURCE_FILE_COLUMN):
-    """Glue's rows as quarantine-ready records (RECORD_COLUMNS + BRONZE_COLUMNS).
+def reason_column(spec: dict):
+    """Why a bronze record (the spec's bronze columns) is malformed; NULL when it is a
+    valid change. The first failing check names the reason: Op, the key, the change
+    sequence, the timestamp, then the other columns in file order."""
+    from pyspark.sql import functions as F
+
+    columns = spec["bronze_columns"]
+    op, seq = role_column(spec, ROLE_OP), role_column(spec, ROLE_CHANGE_SEQ)
+    checks = [(F.col(q(op)).isNull() | ~F.col(q(op)).isin(*OPS),
+               F.concat(F.lit("bad Op "), _shown(op)))]
+    ordered = ([c for c in columns if c.get("key")]
+               + [c for c in columns if c["role"] == ROLE_CHANGE_SEQ]
+               + [c for c in columns if c["role"] == ROLE_TIMESTAMP]
+               + [c for c in columns if c["role"] == "data" and not c.get("key")])
+    for c in ordered:
+        name, sql_type = c["name"], c["type"]
+        if c["role"] == ROLE_CHANGE_SEQ:
+            checks.append((F.col(q(seq)).isNull() | ~F.col(q(seq)).rlike(SEQ_PATTERN),
+                           F.concat(F.lit(f"{seq} is not 35 digits: "), _shown(seq))))
+            continue
+        pattern = pattern_of(sql_type)
+        required = c.get("key") or c["role"] == ROLE_TIMESTAMP
+        if pattern is None:  # text: anything goes, but a key is never NULL
+            if required:
+                checks.append((F.col(q(name)).isNull(),
+                               F.lit(f"key column {name} is NULL")))
+            continue
+        bad = _not_a(name, pattern, sql_type)
+        checks.append((bad if required else F.col(q(name)).isNotNull() & bad,
+                       _type_reason(name, sql_type)))
+    reason = F.when(*checks[0])
+    for condition, why in checks[1:]:
+        reason = reason.when(condition, why)
+    return reason
+
+
+def bronze_records(bronze_df, spec: dict, file_column: str = SOURCE_FILE_COLUMN):
+    """Glue's rows as quarantine-ready records: source_file, record_number, line_number,
+    reason, raw_fields, then the bronze columns.
 
     record_number counts the file's records as read, the header being record 1 (Glue's
     readers report no line numbers: line_number is NULL). Full-load rows have no
@@ -112,22 +175,42 @@ def bronze_records(bronze_df, file_column: str = SOURCE_FILE_COLUMN):
     from pyspark.sql import functions as F
     from pyspark.sql.window import Window
 
+    names = [c["name"] for c in spec["bronze_columns"]]
+    seq = role_column(spec, ROLE_CHANGE_SEQ)
     in_file = Window.partitionBy(file_column).orderBy("_read_order")
     record_number = F.col("record_number")
     is_load = F.regexp_extract(F.col(file_column), r"(^|/)LOAD[^/]*$", 0) != ""
     return (
         bronze_df.withColumn("_read_order", F.monotonically_increasing_id())
         .withColumn("record_number", (F.row_number().over(in_file) + 1).cast("long"))
-        .withColumn("raw_fields", F.to_json(F.array(*[F.col(c) for c in BRONZE_COLUMNS])))
-        .withColumn("change_seq", F.when(
-            F.col("change_seq").isNull() & is_load,
+        .withColumn("raw_fields", F.to_json(F.array(*[F.col(q(c)) for c in names])))
+        .withColumn(seq, F.when(
+            F.col(q(seq)).isNull() & is_load,
             F.concat(F.lit(FULL_LOAD_LSN), F.lpad(record_number.cast("string"), 15, "0")),
-        ).otherwise(F.col("change_seq")))
-        .withColumn("reason", reason_column())
+        ).otherwise(F.col(q(seq))))
+        .withColumn("reason", reason_column(spec))
         .select(F.col(file_column).alias("source_file"), "record_number",
                 F.lit(None).cast("long").alias("line_number"), "reason", "raw_fields",
-                *BRONZE_COLUMNS)
+                *[F.col(q(c)) for c in names])
     )
+
+
+def silver_projection(spec: dict) -> list:
+    """The silver columns as Spark expressions over valid bronze records: a cast, or a
+    named transform (cdclab/table_specs.py; cdclab.reconcile computes the same in Python)."""
+    from pyspark.sql import functions as F
+
+    out = []
+    for c in spec["silver_columns"]:
+        value = F.col(q(c["from"]))
+        if c.get("transform") == "split":
+            parts = F.split(value, c["pattern"], 2)
+            value = (F.when(value.isNotNull(), parts.getItem(0)) if c["part"] == 0
+                     else F.when(F.size(parts) > 1, parts.getItem(1)))
+        elif c["type"] != "string":
+            value = value.cast(c["type"])
+        out.append(value.alias(c["name"]))
+    return out
 
 
 def percentiles(values: list[float]) -> dict[str, float | int | None]:
@@ -173,12 +256,21 @@ def namespace_of(table: str) -> str:
     return table.rsplit(".", 1)[0]
 
 
-def ensure_tables(spark, silver: str, tombstones: str, quarantine: str) -> None:
-    for ns in sorted({namespace_of(t) for t in (silver, tombstones, quarantine)}):
+def ensure_tables(spark, spec: dict) -> None:
+    """Create the table's silver, tombstone and quarantine tables; columns the spec has
+    and silver lacks (a column added at the source, then synced) are added."""
+    tables = (spec["silver_table"], spec["tombstone_table"], spec["quarantine_table"])
+    for ns in sorted({namespace_of(t) for t in tables}):
         spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {ns}")
-    spark.sql(SILVER_DDL.format(table=silver))
-    spark.sql(TOMBSTONE_DDL.format(table=tombstones))
-    spark.sql(QUARANTINE_DDL.format(table=quarantine))
+    spark.sql(silver_ddl(spec))
+    spark.sql(tombstone_ddl(spec))
+    spark.sql(QUARANTINE_DDL.format(table=spec["quarantine_table"]))
+    have = {f.name.lower() for f in spark.table(spec["silver_table"]).schema.fields}
+    missing = [c for c in spec["silver_columns"] if c["name"].lower() not in have]
+    if missing:
+        spark.sql(f"ALTER TABLE {spec['silver_table']} ADD COLUMNS ("
+                  + ", ".join(f"{q(c['name'])} {c['type'].upper()}" for c in missing) + ")")
+        log(f"{spec['silver_table']}: added columns {[c['name'] for c in missing]}")
 
 
 class UnaccountedRowsError(RuntimeError):
@@ -204,28 +296,38 @@ def account(records) -> tuple[list[str], int, int]:
     return files, rows, sum(bad for _, bad in per_file.values())
 
 
-def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id: str,
+def _on(keys: list[str], left: str, right: str) -> str:
+    return " AND ".join(f"{left}.{q(k)} = {right}.{q(k)}" for k in keys)
+
+
+def run(spark, bronze_df, spec: dict, run_id: str,
         compact_after: int = MAX_FILES_BEFORE_COMPACTION) -> dict:
-    """Everything after the bronze read (`bronze_df` carries SOURCE_FILE_COLUMN, Glue's
-    attachFilename); returns the metrics."""
+    """Everything after one table's bronze read (`bronze_df` carries SOURCE_FILE_COLUMN,
+    Glue's attachFilename); returns the table's metrics."""
     from pyspark.sql import functions as F
     from pyspark.sql.window import Window
 
     phases = Phases()
+    silver, tombstones = spec["silver_table"], spec["tombstone_table"]
+    quarantine, keys = spec["quarantine_table"], spec["keys"]
+    seq, ts = role_column(spec, ROLE_CHANGE_SEQ), role_column(spec, ROLE_TIMESTAMP)
+    view = f"_cdclab_{abs(hash(spec['name'])):x}"  # this table's temp views
     spark.conf.set("spark.sql.session.timeZone", "UTC")  # DMS timestamps are UTC
-    ensure_tables(spark, silver, tombstones, quarantine)
+    ensure_tables(spark, spec)
     phases.done("ensure tables")
+    if SOURCE_FILE_COLUMN not in bronze_df.columns:  # nothing new: Glue's frame is empty
+        return {"files": 0, "rows_read": 0, "quarantined": 0, "valid": 0, "inserted": 0,
+                "updated": 0, "deleted": 0, "skipped": 0, "latency": [],
+                "phase_seconds": phases.seconds}
     # Read once (the bronze files are Glue's to read), numbered, validated, cached.
-    parsed = bronze_records(bronze_df).cache()
+    parsed = bronze_records(bronze_df, spec).cache()
     files, rows, quarantined = account(parsed)
     phases.done("read and validate", f"{len(files)} files, {rows} records")
-    metrics: dict = {"run_id": run_id, "files": len(files), "rows_read": rows,
-                     "quarantined": quarantined}
+    metrics: dict = {"files": len(files), "rows_read": rows, "quarantined": quarantined}
     if not files:
         parsed.unpersist()
         return metrics | {"valid": 0, "inserted": 0, "updated": 0, "deleted": 0,
-                          "skipped": 0, "latency_seconds": percentiles([]),
-                          "phase_seconds": phases.seconds}
+                          "skipped": 0, "latency": [], "phase_seconds": phases.seconds}
 
     bad = parsed.where("reason IS NOT NULL")
     if metrics["quarantined"]:
@@ -238,76 +340,66 @@ def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id:
         bad.select(
             "source_file", "record_number", "line_number", "reason", "raw_fields",
             F.lit(run_id).alias("run_id"), F.current_timestamp().alias("quarantined_at"),
-        ).createOrReplaceTempView("bad_rows")
-        spark.sql(f"""MERGE INTO {quarantine} q USING bad_rows b
+        ).createOrReplaceTempView(f"{view}_bad")
+        spark.sql(f"""MERGE INTO {quarantine} q USING {view}_bad b
             ON q.source_file = b.source_file AND q.record_number = b.record_number
                AND q.raw_fields <=> b.raw_fields
             WHEN NOT MATCHED THEN INSERT *""")
         phases.done("quarantine", f"{metrics['quarantined']} records")
 
-    loc = F.split(F.col("location"), LOCATION_SPLIT, 2)
+    op = role_column(spec, ROLE_OP)
     cleaned = parsed.where("reason IS NULL").select(
-        F.col("op").alias("Op"),
-        F.col("last_updated_ts").cast("timestamp").alias("last_updated_ts"),
-        F.col("id").cast("int").alias("id"),
-        "url", "name",
-        F.col("since").cast("date").alias("since"),
-        F.when(F.col("location").isNotNull(), loc.getItem(0)).alias("location_city"),
-        F.when(F.size(loc) > 1, loc.getItem(1)).alias("location_country"),
-        "response_time", "response_rate", "change_seq",
+        F.col(q(op)).alias("_op"), *silver_projection(spec),
         # full-load rows are not CDC changes: no commit-to-silver latency for them
         F.regexp_extract("source_file", r"(^|/)(LOAD[^/]*)$", 2).alias("_load_file"),
     )
     latest = (
         cleaned.withColumn("_rn", F.row_number().over(
-            Window.partitionBy("id").orderBy(F.col("change_seq").desc())))
+            Window.partitionBy(*[F.col(q(k)) for k in keys]).orderBy(F.col(q(seq)).desc())))
         .where("_rn = 1").drop("_rn")
     )
-    latest.createOrReplaceTempView("batch_latest")
+    latest.createOrReplaceTempView(f"{view}_latest")
     # Classify against the current tables; MERGE re-checks the same conditions.
+    first = q(keys[0])
     src = spark.sql(f"""
         SELECT l.*, CASE
-            WHEN t.id IS NULL THEN IF(l.Op = 'D', 'noop', 'insert')
-            WHEN l.change_seq <= t.change_seq THEN 'stale'
-            WHEN l.Op = 'D' THEN 'delete' ELSE 'update' END AS action
-        FROM batch_latest l
-        LEFT JOIN {tombstones} d ON l.id = d.id
-        LEFT JOIN {silver} t ON l.id = t.id
-        WHERE d.id IS NULL OR l.change_seq > d.change_seq
+            WHEN t.{first} IS NULL THEN IF(l._op = 'D', 'noop', 'insert')
+            WHEN l.{q(seq)} <= t.{q(seq)} THEN 'stale'
+            WHEN l._op = 'D' THEN 'delete' ELSE 'update' END AS _action
+        FROM {view}_latest l
+        LEFT JOIN {tombstones} d ON {_on(keys, 'l', 'd')}
+        LEFT JOIN (SELECT {', '.join(q(k) for k in keys)}, {q(seq)} FROM {silver}) t
+          ON {_on(keys, 'l', 't')}
+        WHERE d.{first} IS NULL OR l.{q(seq)} > d.change_seq
     """).cache()  # evaluated once, before the MERGE changes silver
-    src.createOrReplaceTempView("batch_src")
+    src.createOrReplaceTempView(f"{view}_src")
     # One pass: counts per action, and the commit times of the applied CDC changes.
-    by_action = spark.sql("""
-        SELECT action, count(*) AS n, collect_list(CASE
-            WHEN action IN ('insert', 'update', 'delete')
-             AND _load_file = ''
-            THEN unix_micros(last_updated_ts) / 1e6 END) AS ts
-        FROM batch_src GROUP BY action""").collect()
-    counts = {r.action: r.n for r in by_action}
+    commit_time = (f"unix_micros({q(ts)}) / 1e6" if ts else "NULL")
+    by_action = spark.sql(f"""
+        SELECT _action, count(*) AS n, collect_list(CASE
+            WHEN _action IN ('insert', 'update', 'delete') AND _load_file = ''
+            THEN {commit_time} END) AS ts
+        FROM {view}_src GROUP BY _action""").collect()
+    counts = {r._action: r.n for r in by_action}
     applied_ts = [t for r in by_action for t in r.ts]
     phases.done("dedup and classify")
 
+    names = [c["name"] for c in spec["silver_columns"]]
+    updates = ", ".join(f"t.{q(n)} = s.{q(n)}" for n in names if n not in keys)
     spark.sql(f"""
         MERGE INTO {silver} t
-        USING (SELECT * FROM batch_src WHERE action IN ('insert', 'update', 'delete')) s
-        ON t.id = s.id
-        WHEN MATCHED AND s.change_seq > t.change_seq AND s.Op = 'D' THEN DELETE
-        WHEN MATCHED AND s.change_seq > t.change_seq THEN UPDATE SET
-            t.last_updated_ts = s.last_updated_ts, t.url = s.url, t.name = s.name,
-            t.since = s.since, t.location_city = s.location_city,
-            t.location_country = s.location_country, t.response_time = s.response_time,
-            t.response_rate = s.response_rate, t.change_seq = s.change_seq
-        WHEN NOT MATCHED AND s.Op <> 'D' THEN INSERT
-            (last_updated_ts, id, url, name, since, location_city, location_country,
-             response_time, response_rate, change_seq)
-            VALUES (s.last_updated_ts, s.id, s.url, s.name, s.since, s.location_city,
-             s.location_country, s.response_time, s.response_rate, s.change_seq)
+        USING (SELECT * FROM {view}_src WHERE _action IN ('insert', 'update', 'delete')) s
+        ON {_on(keys, 't', 's')}
+        WHEN MATCHED AND s.{q(seq)} > t.{q(seq)} AND s._op = 'D' THEN DELETE
+        WHEN MATCHED AND s.{q(seq)} > t.{q(seq)} THEN UPDATE SET {updates}
+        WHEN NOT MATCHED AND s._op <> 'D' THEN INSERT ({', '.join(q(n) for n in names)})
+            VALUES ({', '.join('s.' + q(n) for n in names)})
     """)
     now = time.time()
     phases.done("merge into silver")
     written = [silver]
     if counts.get("delete", 0) or counts.get("noop", 0) or counts.get("stale", 0):
-        merge_tombstones(spark, tombstones)
+        merge_tombstones(spark, spec, f"{view}_latest")
         phases.done("merge tombstones")
         written.append(tombstones)
     # only a table written by this run can have gained files
@@ -316,7 +408,6 @@ def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id:
         phases.done("compact", ", ".join(compacted))
     src.unpersist()  # the runner's session is warm and shared by later runs
     parsed.unpersist()
-    latencies = [now - ts for ts in applied_ts]
     return metrics | {
         "valid": metrics["rows_read"] - metrics["quarantined"],
         "inserted": counts.get("insert", 0),
@@ -324,9 +415,32 @@ def run(spark, bronze_df, silver: str, tombstones: str, quarantine: str, run_id:
         "deleted": counts.get("delete", 0),
         # older than silver, or a delete of an absent row (tombstoned below)
         "skipped": counts.get("stale", 0) + counts.get("noop", 0),
-        "latency_seconds": percentiles(latencies) | {"samples": latency_samples(latencies)},
+        "latency": [now - t for t in applied_ts],
         "phase_seconds": phases.seconds,
     }
+
+
+COUNTS = ("files", "rows_read", "quarantined", "valid", "inserted", "updated", "deleted",
+          "skipped")
+
+
+def summarize(run_id: str, per_table: dict[str, dict]) -> dict:
+    """The run's metrics: totals over its tables, pooled latencies, and each table's own
+    (cdclab status, the demo and the benchmarks read the totals)."""
+    latencies = [t for m in per_table.values() for t in m["latency"]]
+    phases: dict[str, float] = {}
+    examples = []
+    for m in per_table.values():
+        for name, seconds in m["phase_seconds"].items():
+            phases[name] = round(phases.get(name, 0.0) + seconds, 3)
+        examples += m.get("quarantine_examples", [])
+    tables = {name: {k: v for k, v in m.items() if k != "latency"}
+              for name, m in per_table.items()}
+    totals = {k: sum(m[k] for m in per_table.values()) for k in COUNTS}
+    return {"run_id": run_id, **totals,
+            **({"quarantine_examples": examples[:MAX_REPORTED_BAD_ROWS]} if examples else {}),
+            "latency_seconds": percentiles(latencies) | {"samples": latency_samples(latencies)},
+            "phase_seconds": phases, "tables": tables}
 
 
 def maintain(spark, table: str, max_files: int = MAX_FILES_BEFORE_COMPACTION) -> bool:
@@ -345,17 +459,21 @@ def maintain(spark, table: str, max_files: int = MAX_FILES_BEFORE_COMPACTION) ->
     return True
 
 
-def merge_tombstones(spark, tombstones: str) -> None:
-    """Upsert the batch's deletes (max seq per id) so no older change resurrects a row."""
+def merge_tombstones(spark, spec: dict, latest_view: str) -> None:
+    """Upsert the batch's deletes (max seq per key) so no older change resurrects a row."""
+    keys, seq = spec["keys"], role_column(spec, ROLE_CHANGE_SEQ)
+    ts = role_column(spec, ROLE_TIMESTAMP)
+    deleted_at = q(ts) if ts else "current_timestamp()"
+    key_list = ", ".join(q(k) for k in keys)
     spark.sql(f"""
-        MERGE INTO {tombstones} t
-        USING (SELECT id, change_seq, last_updated_ts AS deleted_at
-               FROM batch_latest WHERE Op = 'D') s
-        ON t.id = s.id
+        MERGE INTO {spec['tombstone_table']} t
+        USING (SELECT {key_list}, {q(seq)} AS change_seq, {deleted_at} AS deleted_at
+               FROM {latest_view} WHERE _op = 'D') s
+        ON {_on(keys, 't', 's')}
         WHEN MATCHED AND s.change_seq > t.change_seq THEN UPDATE SET
             t.change_seq = s.change_seq, t.deleted_at = s.deleted_at
-        WHEN NOT MATCHED THEN INSERT (id, change_seq, deleted_at)
-            VALUES (s.id, s.change_seq, s.deleted_at)
+        WHEN NOT MATCHED THEN INSERT ({key_list}, change_seq, deleted_at)
+            VALUES ({', '.join('s.' + q(k) for k in keys)}, s.change_seq, s.deleted_at)
     """)
 
 
@@ -374,27 +492,32 @@ def main() -> None:
 
     # JOB_RUN_ID is one of Glue's reserved arguments: getResolvedOptions always resolves
     # it (None when absent) and naming it in the list raises "conflicting option string".
-    args = getResolvedOptions(sys.argv, [
-        "JOB_NAME", "bronze_database", "bronze_table", "silver_table", "tombstone_table",
-        "quarantine_table",
-    ])
+    args = getResolvedOptions(sys.argv, ["JOB_NAME", "tables_config"])
     run_id = args.get("JOB_RUN_ID") or f"manual-{uuid.uuid4()}"
     compact_after = int(optional_arg("compact_after_files") or MAX_FILES_BEFORE_COMPACTION)
+    only = optional_arg("tables")  # a comma-separated subset, by source name
     sc = SparkContext.getOrCreate()
     glueContext = GlueContext(sc)
     spark = glueContext.spark_session
     job = Job(glueContext)
     job.init(args["JOB_NAME"], args)
 
-    bronze = glueContext.create_dynamic_frame.from_catalog(
-        database=args["bronze_database"],
-        table_name=args["bronze_table"],
-        transformation_ctx="hostsIncrementalInputDF",
-        additional_options={"attachFilename": SOURCE_FILE_COLUMN},
-    ).toDF()
-    metrics = run(spark, bronze, args["silver_table"], args["tombstone_table"],
-                  args["quarantine_table"], run_id, compact_after)
-    metrics = {"job": args["JOB_NAME"], **metrics}
+    specs = load_tables(spark, args["tables_config"])
+    if only:
+        wanted = {t.strip() for t in only.split(",")}
+        specs = [s for s in specs if s["name"] in wanted]
+    per_table = {}
+    for spec in specs:  # each table on its own bookmark key (transformation_ctx)
+        log(f"{spec['name']}: {spec['bronze_database']}.{spec['bronze_table']} -> "
+            f"{spec['silver_table']}")
+        bronze = glueContext.create_dynamic_frame.from_catalog(
+            database=spec["bronze_database"],
+            table_name=spec["bronze_table"],
+            transformation_ctx=spec["transformation_ctx"],
+            additional_options={"attachFilename": SOURCE_FILE_COLUMN},
+        ).toDF()
+        per_table[spec["name"]] = run(spark, bronze, spec, run_id, compact_after)
+    metrics = {"job": args["JOB_NAME"], **summarize(run_id, per_table)}
     print("CDCLAB_METRICS " + json.dumps(metrics, sort_keys=True), flush=True)
     job.commit()
 

@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> None:
             return None  # API unreachable: ask again on the next poll
 
     watcher = Watcher(
-        s3, p.lake.bronze_bucket, p.bronze_prefix + "/", state_path(settings.state_dir()),
+        s3, p.lake.bronze_bucket, p.watched_prefix + "/", state_path(settings.state_dir()),
         lambda_function.lambda_handler, region=region, interval=args.interval,
         full_scan_seconds=args.full_scan_seconds, run_state=run_state,
     )

@@ -16,6 +16,7 @@ from deploy.iam import wildcard_violations
 from deploy.lambda_package import build_zip, code_sha256
 from deploy.options import STACK_TAG, DeployError, DeployOptions
 from deploy.plan import LAMBDA_SOURCE, build_plan, destroy_options
+from tests.resources.specs import hosts_spec
 
 P = load_pipeline()
 REGION = "us-east-1"
@@ -60,7 +61,7 @@ def full_plan(account: str, **kw):
         source_secret_arn=SECRET,
         **kw,
     )
-    return build_plan(P, opts)
+    return build_plan(P, opts, [hosts_spec()])
 
 
 def deploy(session, plan):

@@ -13,11 +13,12 @@ import boto3
 import pytest
 
 from cdclab import settings
-from cdclab.catalog_tables import bronze_table_input, database_input
 from cdclab.merge_model import Change, Row, apply_batch, apply_in_order, make_change_seq
 from cdclab.services.base import StackContext
 from cdclab.services.glue_api import GlueApiService, job_run_metrics, register_job
+from cdclab.tables_sync import publish
 from tests.resources.launch import launch
+from tests.resources.specs import hosts_spec
 
 pytestmark = pytest.mark.integration
 
@@ -225,8 +226,7 @@ def test_job_matches_merge_model_out_of_order_and_replayed(iceberg_rest: dict, e
                           region_name=settings.DEFAULT_REGION,
                           aws_access_key_id=env[settings.ENV_ACCESS_KEY],
                           aws_secret_access_key=env[settings.ENV_SECRET_KEY])
-        glue.create_database(DatabaseInput=database_input(p))
-        glue.create_table(DatabaseName=p.lake.glue_database, TableInput=bronze_table_input(p))
+        publish(ctx.env, p, [hosts_spec(p)])  # bronze table and the job's --tables_config
         register_job(glue, p)
         job = p.glue_job.name
         tables = Tables(glue, endpoint, tmp_path)

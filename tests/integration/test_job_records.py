@@ -13,6 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.resources.specs import hosts_spec
+
 pytestmark = pytest.mark.integration
 
 SCRIPT = Path(__file__).resolve().parents[2] / "jobs" / "bronze_to_silver.py"
@@ -20,6 +22,8 @@ _spec = importlib.util.spec_from_file_location("bronze_to_silver", SCRIPT)
 job = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(job)
 
+SPEC = hosts_spec()
+BRONZE_COLUMNS = tuple(c["name"] for c in SPEC["bronze_columns"])
 HEADER = "Op,last_updated_ts,id,url,name,since,location,response_time,response_rate,change_seq\n"
 SEQ = "0" * 34 + "1"
 GOOD = (
@@ -40,13 +44,13 @@ def read_records(glue, folder: Path) -> list[dict]:
         connection_type="s3", connection_options={"paths": [folder.as_uri()]},
         format="csv", format_options={"withHeader": True, "multiLine": True,
                                       "attachFilename": job.SOURCE_FILE_COLUMN})
-    rows = job.bronze_records(frame.toDF()).collect()
+    rows = job.bronze_records(frame.toDF(), SPEC).collect()
     return sorted((r.asDict() for r in rows),
                   key=lambda r: (r["source_file"], r["record_number"]))
 
 
 def fields(record: dict) -> dict:
-    return {c: record[c] for c in job.BRONZE_COLUMNS}
+    return {c: record[c] for c in BRONZE_COLUMNS}
 
 
 def test_glues_reader_reads_gzip_files_like_plain_ones(glue, tmp_path) -> None:
@@ -121,8 +125,8 @@ def oracle(row: dict) -> str | None:
 
     if row["op"] not in job.OPS:
         return "bad Op"
-    if row["id"] is None or not re.fullmatch(r"[+-]?\d{1,10}", row["id"], re.ASCII) or not (
-            job.INT_MIN <= int(row["id"]) <= job.INT_MAX):
+    if row["id"] is None or not re.fullmatch(r"[+-]?\d{1,19}", row["id"], re.ASCII) or not (
+            -(2**31) <= int(row["id"]) <= 2**31 - 1):
         return "id is not an INT"
     if row["change_seq"] is None or not re.fullmatch(r"\d{35}", row["change_seq"], re.ASCII):
         return "change_seq is not 35 digits"
@@ -161,12 +165,12 @@ rows = st.fixed_dictionaries({
 @settings(max_examples=15)
 @given(batch=st.lists(rows, min_size=1, max_size=40))
 def test_validation_agrees_with_the_python_oracle(spark, batch) -> None:
-    columns = [*job.BRONZE_COLUMNS, job.SOURCE_FILE_COLUMN]
-    data = [tuple({**dict.fromkeys(job.BRONZE_COLUMNS), **r,
+    columns = [*BRONZE_COLUMNS, job.SOURCE_FILE_COLUMN]
+    data = [tuple({**dict.fromkeys(BRONZE_COLUMNS), **r,
                    job.SOURCE_FILE_COLUMN: f"s3://b/{i:05d}.csv"}[c] for c in columns)
             for i, r in enumerate(batch)]
     df = spark.createDataFrame(data, ", ".join(f"`{c}` string" for c in columns))
-    got = {r.source_file: r.reason for r in job.bronze_records(df).collect()}
+    got = {r.source_file: r.reason for r in job.bronze_records(df, SPEC).collect()}
     for i, row in enumerate(batch):
         want, reason = oracle(row), got[f"s3://b/{i:05d}.csv"]
         assert (reason is None) == (want is None), (row, reason, want)
@@ -187,12 +191,12 @@ def test_unquoted_empty_fields_read_as_empty_strings_when_configured(spark, glue
 
 
 def test_rows_without_a_source_file_stop_the_run_before_the_bookmark(spark) -> None:
-    columns = [*job.BRONZE_COLUMNS, job.SOURCE_FILE_COLUMN]
+    columns = [*BRONZE_COLUMNS, job.SOURCE_FILE_COLUMN]
     good = ("I", "2026-01-01 00:00:00", "1", None, None, None, None, None, None, SEQ)
     df = spark.createDataFrame([good + ("s3://b/a.csv",), good + (None,)],
                                ", ".join(f"`{c}` string" for c in columns))
     with pytest.raises(job.UnaccountedRowsError, match="1 of 2 bronze rows"):
-        job.account(job.bronze_records(df))
-    files, rows, bad = job.account(job.bronze_records(df.where(f"{job.SOURCE_FILE_COLUMN} "
-                                                                "IS NOT NULL")))
+        job.account(job.bronze_records(df, SPEC))
+    named = df.where(f"{job.SOURCE_FILE_COLUMN} IS NOT NULL")
+    files, rows, bad = job.account(job.bronze_records(named, SPEC))
     assert (files, rows, bad) == (["s3://b/a.csv"], 1, 0)

@@ -11,11 +11,13 @@ import pytest
 from awsglue.utils import GlueArgumentError, getResolvedOptions
 
 from cdclab import settings
-from cdclab.catalog_tables import bronze_table_input, database_input
+from cdclab.catalog_tables import database_input
+from cdclab.table_specs import bronze_table_input
 from glue_local import bookmarks
 from glue_local.catalog_api import OPERATIONS
 from glue_local.errors import GlueError
 from glue_local.runner import script_argv
+from tests.resources.specs import hosts_spec
 
 JOBS = sorted((settings.REPO_ROOT / "jobs").glob("*.py"))
 
@@ -94,10 +96,11 @@ def test_catalog_api_round_trip_and_glue_errors(tmp_path) -> None:
     with pytest.raises(GlueError) as e:
         ops["CreateDatabase"](ctx, {"DatabaseInput": database_input()})
     assert e.value.code == "AlreadyExistsException"
-    ops["CreateTable"](ctx, {"DatabaseName": "airbnb", "TableInput": bronze_table_input()})
+    bronze = bronze_table_input(hosts_spec())
+    ops["CreateTable"](ctx, {"DatabaseName": "airbnb", "TableInput": bronze})
     table = ops["GetTable"](ctx, {"DatabaseName": "airbnb", "Name": "hosts_bronze"})["Table"]
     assert table["StorageDescriptor"]["Location"].startswith("s3://")
-    updated = {**bronze_table_input(), "Description": "v2"}
+    updated = {**bronze, "Description": "v2"}
     ops["UpdateTable"](ctx, {"DatabaseName": "airbnb", "TableInput": updated})
     [listed] = ops["GetTables"](ctx, {"DatabaseName": "AIRBNB"})["TableList"]
     assert listed["Description"] == "v2" and listed["CreateTime"] == table["CreateTime"]

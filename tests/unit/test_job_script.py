@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from cdclab.table_specs import ROLE_CHANGE_SEQ, ROLE_OP, ROLE_TIMESTAMP, SPEC_VERSION
+from tests.resources.specs import hosts_spec
+
 SCRIPT = Path(__file__).resolve().parents[2] / "jobs" / "bronze_to_silver.py"
 _spec = importlib.util.spec_from_file_location("bronze_to_silver", SCRIPT)
 job = importlib.util.module_from_spec(_spec)
@@ -21,16 +24,38 @@ def test_percentiles_nearest_rank() -> None:
 def columns_of(ddl: str) -> list[tuple[str, str]]:
     body = ddl.split("(", 1)[1].split(")\nUSING", 1)[0]
     body = "\n".join(line.split("--")[0] for line in body.splitlines())
-    return [tuple(col.split()[:2]) for col in body.split(",") if col.strip()]
+    return [tuple(col.replace("`", "").split()[:2]) for col in body.split(",") if col.strip()]
 
 
 @pytest.mark.parametrize(
     ("embedded", "sql_file"),
-    [("SILVER_DDL", "hosts_silver.sql"), ("TOMBSTONE_DDL", "hosts_silver_tombstones.sql"),
-     ("QUARANTINE_DDL", "hosts_quarantine.sql")],
+    [(lambda spec: job.silver_ddl(spec), "hosts_silver.sql"),
+     (lambda spec: job.tombstone_ddl(spec), "hosts_silver_tombstones.sql"),
+     (lambda spec: job.QUARANTINE_DDL, "hosts_quarantine.sql")],
 )
-def test_embedded_ddl_matches_the_documentation_copy(embedded: str, sql_file: str) -> None:
+def test_the_demo_tables_ddl_matches_the_documentation_copy(embedded, sql_file: str) -> None:
+    ddl = embedded(hosts_spec())
     doc = (SCRIPT.parent / "ddl" / sql_file).read_text()
     doc = doc[doc.index("CREATE TABLE"):]
-    assert columns_of(getattr(job, embedded)) == columns_of(doc)
-    assert ("merge-on-read" in getattr(job, embedded)) == ("merge-on-read" in doc)
+    assert columns_of(ddl) == columns_of(doc)
+    assert ("merge-on-read" in ddl) == ("merge-on-read" in doc)
+
+
+def test_the_job_reads_the_spec_version_cdclab_writes() -> None:
+    assert job.SPEC_VERSION == SPEC_VERSION
+    assert (job.ROLE_OP, job.ROLE_TIMESTAMP, job.ROLE_CHANGE_SEQ) == (
+        ROLE_OP, ROLE_TIMESTAMP, ROLE_CHANGE_SEQ)
+
+
+def test_summary_totals_the_tables_and_pools_latencies() -> None:
+    base = {"files": 1, "rows_read": 3, "quarantined": 1, "valid": 2, "inserted": 2,
+            "updated": 0, "deleted": 0, "skipped": 0}
+    a = base | {"latency": [1.0, 3.0], "phase_seconds": {"merge into silver": 1.0},
+                "quarantine_examples": [{"file": "f", "record": 2, "reason": "bad Op"}]}
+    b = base | {"latency": [2.0], "phase_seconds": {"merge into silver": 0.5}}
+    m = job.summarize("jr_1", {"s.a": a, "s.b": b})
+    assert (m["files"], m["rows_read"], m["inserted"], m["quarantined"]) == (2, 6, 4, 2)
+    assert m["latency_seconds"]["p50"] == 2.0 and m["latency_seconds"]["count"] == 3
+    assert m["phase_seconds"] == {"merge into silver": 1.5}
+    assert m["quarantine_examples"] == a["quarantine_examples"]
+    assert set(m["tables"]) == {"s.a", "s.b"} and "latency" not in m["tables"]["s.a"]

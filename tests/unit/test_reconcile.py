@@ -94,3 +94,37 @@ def test_an_id_silver_holds_twice_makes_it_unequal_even_with_equal_values() -> N
     assert not result.equal
     assert result.duplicate_ids == [7] and result.duplicate_rows == 1
     assert result.silver_rows == 3 and result.mismatching_keys == []
+
+
+@given(tables)
+def test_the_spec_driven_expectation_equals_the_demo_tables_model(rows: list[dict]) -> None:
+    """Any table's expected rows (from its spec and the bronze text) agree with the demo
+    table's hand-written model: cast, `since` as DATE, `location` split."""
+    from cdclab.reconcile import expected_rows
+    from tests.resources.specs import hosts_spec
+
+    spec = hosts_spec()
+    text = [(str(r["id"]), r["url"], r["name"], r["since"] and r["since"].isoformat(),
+             r["location"], r["response_time"], r["response_rate"], "") for r in rows]
+    got, refused = expected_rows(spec, text)
+    assert refused == 0
+    assert {k[0]: v for k, v in got.items()} == expected_silver(rows)
+
+
+def test_values_read_back_as_glue_reads_them_and_refused_rows_are_counted() -> None:
+    from decimal import Decimal
+
+    from cdclab.reconcile import as_read, typed
+
+    assert as_read(None) is None and as_read("") == ""
+    assert as_read("", quote_empty=False) is None  # '' unquoted reads as NULL
+    assert as_read(None, null_value="NULL") == "NULL"
+    assert typed("decimal(10,2)", "1.005") == Decimal("1.01")  # Spark rounds half up
+    assert typed("float", "0.1") != 0.1 and typed("double", "0.1") == 0.1
+    assert typed("double", "NaN") == "NaN" and typed("boolean", "false") is False
+    assert typed("timestamp", "2024-01-02 03:04:05.000001").microsecond == 1
+    import pytest
+
+    from cdclab.reconcile import Unconvertible
+    with pytest.raises(Unconvertible):
+        typed("date", "4713-01-01 BC")

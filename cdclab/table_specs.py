@@ -1,0 +1,259 @@
+"""Pure: what the generic Glue job needs to know of each table it merges (its "spec").
+
+One spec per table the DMS table mappings select: where its bronze files are (the Glue
+catalog table over its folder), the bronze columns in file order with the Spark type
+each value must cast to, the key, the silver columns (each a source column cast, or
+derived from one by a named transform), and the silver / tombstone / quarantine tables.
+cdclab builds the specs from the source's catalog (cdclab.tables_sync) plus the
+`[tables."schema.table"]` overrides of pipeline.toml; the job reads them as JSON
+(`--tables_config`), so tables flow through it without code changes.
+
+The transforms are few and named (not free SQL) so `cdclab reconcile` can compute the
+expected silver rows in Python exactly as the job computes them in Spark.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dms_emitter.source_types import PgType, SourceColumn
+
+SPEC_VERSION = 1
+ROLE_OP, ROLE_TIMESTAMP, ROLE_CHANGE_SEQ, ROLE_DATA = "op", "timestamp", "change_seq", "data"
+TRANSFORM_SPLIT = "split"  # the value split at the first match of `pattern`: part 0 or 1
+TRANSFORMS = (TRANSFORM_SPLIT,)
+# Java's \s (Spark's split) is ASCII whitespace: the default split of "City, Country".
+DEFAULT_SPLIT_PATTERN = r",[ \t\n\x0B\f\r]*"
+DECIMAL_MAX_PRECISION = 38  # Spark's (and Iceberg's) widest decimal
+UNBOUNDED_NUMERIC = "decimal(28,6)"  # DMS writes unbounded NUMERIC as NUMERIC(28,6)
+MONEY = "decimal(38,4)"  # DMS: MONEY -> NUMERIC(38,4)
+_SPARK_TYPES = {"int2": "smallint", "int4": "int", "int8": "bigint", "float4": "float",
+                "float8": "double", "bool": "boolean", "date": "date",
+                "timestamp": "timestamp", "timestamptz": "timestamp", "money": MONEY}
+_NAME_JUNK = re.compile(r"[^a-z0-9_]+")
+
+
+class SpecError(ValueError):
+    """A table the job cannot merge as configured; the message names the table."""
+
+
+@dataclass(frozen=True)
+class Derived:
+    """Silver columns computed from one source column, in its place (it is dropped)."""
+
+    column: str
+    into: tuple[str, ...]
+    transform: str = TRANSFORM_SPLIT
+    pattern: str = DEFAULT_SPLIT_PATTERN
+
+
+@dataclass(frozen=True)
+class TableOverrides:
+    """pipeline.toml `[tables."schema.table"]`: everything optional."""
+
+    bronze_table: str = ""
+    silver_table: str = ""
+    tombstone_table: str = ""
+    quarantine_table: str = ""
+    transformation_ctx: str = ""  # the job bookmark's key for this table's reads
+    derive: tuple[Derived, ...] = ()
+
+    @classmethod
+    def parse(cls, name: str, raw: Mapping[str, Any]) -> TableOverrides:
+        known = {"bronze_table", "silver_table", "tombstone_table", "quarantine_table",
+                 "transformation_ctx", "derive"}
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise SpecError(f'pipeline.toml [tables."{name}"]: unknown keys {unknown} '
+                            f"(known: {sorted(known)})")
+        derive = []
+        for d in raw.get("derive", []):
+            transform = d.get("transform", TRANSFORM_SPLIT)
+            if transform not in TRANSFORMS:
+                raise SpecError(f'pipeline.toml [tables."{name}"] derive: transform '
+                                f"{transform!r} is not one of {TRANSFORMS}")
+            into = tuple(d.get("into", ()))
+            if transform == TRANSFORM_SPLIT and not 1 <= len(into) <= 2:
+                raise SpecError(f'pipeline.toml [tables."{name}"] derive {d.get("column")!r}:'
+                                " split makes one or two columns (into = [first, rest])")
+            derive.append(Derived(str(d["column"]), into, transform,
+                                  str(d.get("pattern", DEFAULT_SPLIT_PATTERN))))
+        return cls(*(str(raw.get(k, "")) for k in (
+            "bronze_table", "silver_table", "tombstone_table", "quarantine_table",
+            "transformation_ctx")), tuple(derive))
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How the DMS endpoint lays the files out (pipeline.toml [dms]) and where the lake is."""
+
+    bronze_bucket: str
+    bucket_folder: str
+    glue_database: str
+    catalog_name: str
+    timestamp_column: str = "last_updated_ts"
+    change_seq_column: str = "change_seq"
+    op_for_full_load: bool = True
+    map_unbounded_numeric_as_string: bool = False
+
+
+@dataclass(frozen=True)
+class SourceTable:
+    """One selected source table as the emitter writes it."""
+
+    schema: str
+    table: str
+    folder: str  # <target schema>/<target table> under the bucket folder
+    columns: Sequence[SourceColumn]  # the written source columns, in file order
+    written_names: Sequence[str]  # their names in the files (after renames)
+    added: Sequence[str] = field(default=())  # add-column names, after the source columns
+    key: Sequence[str] = field(default=())  # source key column names
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.schema}.{self.table}"
+
+
+def glue_name(name: str) -> str:
+    """A Glue/Hive-safe name: lower case, [a-z0-9_] (Glue lower-cases names)."""
+    cleaned = _NAME_JUNK.sub("_", name.lower()).strip("_")
+    return cleaned or "t"
+
+
+def spark_type(pg: PgType, map_unbounded_numeric_as_string: bool = False) -> str:
+    """The Spark type a column's DMS text casts to in silver (DMS's PostgreSQL type
+    mapping: CHAP_Source.PostgreSQL); anything without an exact Spark twin stays text."""
+    if pg.category == "A":
+        return "string"
+    if pg.name == "numeric":
+        ps = pg.numeric_precision_scale
+        if ps is None:
+            return "string" if map_unbounded_numeric_as_string else UNBOUNDED_NUMERIC
+        precision, scale = ps
+        if 0 <= scale <= precision <= DECIMAL_MAX_PRECISION:
+            return f"decimal({precision},{scale})"
+        return "string"
+    return _SPARK_TYPES.get(pg.name, "string")
+
+
+def build_spec(source: SourceTable, layout: Layout,
+               overrides: TableOverrides = TableOverrides()) -> dict[str, Any]:
+    """The job's spec of one table (JSON-ready)."""
+    where = source.qualified
+    if not source.key:
+        raise SpecError(f"{where} has no primary key: DMS replicates only its inserts and "
+                        "the job cannot merge it (give it a primary key)")
+    if not layout.op_for_full_load:
+        raise SpecError(f"{where}: include_op_for_full_load = false gives LOAD files one "
+                        "column fewer than CDC files, which one catalog table cannot read")
+    if layout.change_seq_column not in source.added:
+        raise SpecError(f"{where}: the table mappings add no {layout.change_seq_column!r} "
+                        "column ($AR_H_CHANGE_SEQ), which the job orders changes by")
+    names = [glue_name(n) for n in source.written_names]
+    by_source = {c.name: (n, c) for n, c in zip(names, source.columns, strict=True)}
+    bronze: list[dict[str, Any]] = [{"name": "op", "role": ROLE_OP, "type": "string"}]
+    if layout.timestamp_column:
+        bronze.append({"name": glue_name(layout.timestamp_column), "role": ROLE_TIMESTAMP,
+                       "type": "timestamp"})
+    keys = []
+    for name, column in by_source.values():
+        data = {"name": name, "role": ROLE_DATA,
+                "type": spark_type(column.type, layout.map_unbounded_numeric_as_string),
+                "source_type": column.type.describe()}
+        if column.name in source.key:
+            data["key"] = True
+            keys.append(name)
+        bronze.append(data)
+    for added in source.added:
+        role = ROLE_CHANGE_SEQ if added == layout.change_seq_column else ROLE_DATA
+        bronze.append({"name": glue_name(added), "role": role, "type": "string"})
+    if len({c["name"] for c in bronze}) != len(bronze):
+        raise SpecError(f"{where}: two columns share one catalog name "
+                        f"{[c['name'] for c in bronze]}")
+    silver = _silver_columns(where, bronze, overrides, by_source)
+    target = glue_name(source.folder.rsplit("/", 1)[-1])
+    lake = f"{layout.catalog_name}.{layout.glue_database}"
+    silver_table = overrides.silver_table or f"{target}_silver"
+    return {
+        "version": SPEC_VERSION,
+        "name": where,
+        "bronze_database": layout.glue_database,
+        "bronze_table": overrides.bronze_table or f"{target}_bronze",
+        "bronze_location": (f"s3://{layout.bronze_bucket}/{layout.bucket_folder.strip('/')}/"
+                            f"{source.folder}/"),
+        "bronze_columns": bronze,
+        "keys": [k for k in names if k in keys],
+        "silver_table": f"{lake}.{silver_table}",
+        "tombstone_table": f"{lake}.{overrides.tombstone_table or silver_table + '_tombstones'}",
+        "quarantine_table": f"{lake}.{overrides.quarantine_table or target + '_quarantine'}",
+        "silver_columns": silver,
+        "transformation_ctx": overrides.transformation_ctx or f"bronze_{glue_name(where)}",
+    }
+
+
+def _silver_columns(where: str, bronze: list[dict[str, Any]], overrides: TableOverrides,
+                    by_source: Mapping[str, tuple[str, SourceColumn]]) -> list[dict[str, Any]]:
+    derived = {}
+    for d in overrides.derive:
+        if d.column not in by_source:
+            raise SpecError(f"{where}: derive names {d.column!r}, not a column of the table "
+                            f"({sorted(by_source)})")
+        derived[by_source[d.column][0]] = d
+    silver: list[dict[str, Any]] = []
+    for column in bronze:
+        name, role = column["name"], column["role"]
+        if role == ROLE_OP:
+            continue
+        d = derived.get(name)
+        if d is None:
+            silver.append({"name": name, "type": column["type"], "from": name})
+            continue
+        if column.get("key") or column["type"] != "string":
+            raise SpecError(f"{where}: only a text column that is not in the key can be "
+                            f"split ({d.column!r} is {column['type']})")
+        for part, into in enumerate(d.into):
+            silver.append({"name": glue_name(into), "type": "string", "from": name,
+                           "transform": d.transform, "pattern": d.pattern, "part": part})
+    if len({c["name"] for c in silver}) != len(silver):
+        raise SpecError(f"{where}: two silver columns share one name "
+                        f"{[c['name'] for c in silver]}")
+    return silver
+
+
+def bronze_table_input(spec: Mapping[str, Any], delimiter: str = ",") -> dict[str, Any]:
+    """TableInput of a table's bronze Glue catalog table: every column a string (the
+    job casts), OpenCSVSerde, header skipped, positional like Glue's CSV reader."""
+    return {
+        "Name": spec["bronze_table"],
+        "TableType": "EXTERNAL_TABLE",
+        "Parameters": {"classification": "csv", "skip.header.line.count": "1",
+                       "EXTERNAL": "TRUE", "cdclab.source_table": spec["name"]},
+        "StorageDescriptor": {
+            "Columns": [{"Name": c["name"], "Type": "string"}
+                        for c in spec["bronze_columns"]],
+            "Location": spec["bronze_location"],
+            "InputFormat": "org.apache.hadoop.mapred.TextInputFormat",
+            "OutputFormat": "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
+            "SerdeInfo": {
+                "SerializationLibrary": "org.apache.hadoop.hive.serde2.OpenCSVSerde",
+                # OpenCSVSerde needs three distinct characters; DMS doubles quotes ("")
+                # inside quoted fields, which opencsv reads as a literal quote.
+                "Parameters": {"separatorChar": delimiter, "quoteChar": '"',
+                               "escapeChar": "\\", "skip.header.line.count": "1"},
+            },
+        },
+    }
+
+
+def tables_document(specs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The `--tables_config` file: every table the job merges."""
+    return {"version": SPEC_VERSION, "tables": list(specs)}
+
+
+def for_lake(spec: Mapping[str, Any], bronze_bucket: str) -> dict[str, Any]:
+    """The spec with its bronze location in another bucket (an AWS stack's own)."""
+    _bucket, rest = spec["bronze_location"].removeprefix("s3://").split("/", 1)
+    return {**spec, "bronze_location": f"s3://{bronze_bucket}/{rest}"}

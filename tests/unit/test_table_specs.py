@@ -1,0 +1,144 @@
+"""The generic job's table specs: built from a source table and pipeline.toml (pure)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cdclab.settings import load_pipeline
+from cdclab.table_specs import (
+    Layout,
+    SourceTable,
+    SpecError,
+    TableOverrides,
+    bronze_table_input,
+    build_spec,
+    glue_name,
+    spark_type,
+)
+from cdclab.tables_sync import build_specs, layout_of
+from dms_emitter.source_types import PgType, SourceColumn
+from tests.resources.specs import hosts_source, hosts_spec
+
+LAYOUT = Layout("bronze", "dms/db", "lake", "cat")
+
+
+def numeric(precision: int, scale: int) -> PgType:
+    return PgType("numeric", "N", ((precision << 16) | scale) + 4)
+
+
+def table(columns: list[tuple[str, PgType]], key: list[str], name: str = "Order Lines",
+          added: tuple[str, ...] = ("change_seq",)) -> SourceTable:
+    cols = [SourceColumn(n, t, n in key) for n, t in columns]
+    return SourceTable("sales", name, f"sales/{name}", cols, [c.name for c in cols],
+                       list(added), key)
+
+
+def test_the_demo_tables_spec_is_the_shipped_hosts_job() -> None:
+    spec = hosts_spec()
+    p = load_pipeline()
+    assert [c["name"] for c in spec["bronze_columns"]] == [
+        "op", "last_updated_ts", "id", "url", "name", "since", "location",
+        "response_time", "response_rate", "change_seq"]
+    assert [c["name"] for c in spec["silver_columns"]] == [
+        "last_updated_ts", "id", "url", "name", "since", "location_city",
+        "location_country", "response_time", "response_rate", "change_seq"]
+    assert spec["keys"] == ["id"]
+    assert spec["silver_table"] == p.qualified(p.lake.silver_table)
+    assert spec["tombstone_table"] == p.qualified(p.lake.tombstone_table)
+    assert spec["quarantine_table"] == p.qualified(p.lake.quarantine_table)
+    assert spec["bronze_table"] == p.lake.bronze_table
+    assert spec["bronze_location"] == p.bronze_location
+    assert spec["transformation_ctx"] == "hostsIncrementalInputDF"  # bookmark kept
+
+
+def test_bronze_table_input_is_positional_all_strings_opencsv() -> None:
+    spec = hosts_spec()
+    t = bronze_table_input(spec, ",")
+    sd = t["StorageDescriptor"]
+    assert [c["Name"] for c in sd["Columns"]] == [c["name"] for c in spec["bronze_columns"]]
+    assert {c["Type"] for c in sd["Columns"]} == {"string"}
+    serde = sd["SerdeInfo"]
+    assert serde["SerializationLibrary"] == "org.apache.hadoop.hive.serde2.OpenCSVSerde"
+    params = serde["Parameters"]
+    # opencsv refuses equal separator/quote/escape characters
+    assert len({params["separatorChar"], params["quoteChar"], params["escapeChar"]}) == 3
+    assert t["Parameters"]["skip.header.line.count"] == "1"
+    assert sd["Location"] == spec["bronze_location"]
+
+
+def test_any_table_gets_default_names_typed_columns_and_a_composite_key() -> None:
+    spec = build_spec(table([("Order ID", PgType("int8")), ("line", PgType("int2")),
+                             ("price", numeric(10, 2)), ("paid", PgType("bool")),
+                             ("at", PgType("timestamptz")), ("tags", PgType("_text", "A"))],
+                            ["Order ID", "line"]), LAYOUT)
+    assert spec["keys"] == ["order_id", "line"]
+    types = {c["name"]: c["type"] for c in spec["silver_columns"]}
+    assert types == {"last_updated_ts": "timestamp", "order_id": "bigint", "line": "smallint",
+                     "price": "decimal(10,2)", "paid": "boolean", "at": "timestamp",
+                     "tags": "string", "change_seq": "string"}
+    assert spec["silver_table"] == "cat.lake.order_lines_silver"
+    assert spec["tombstone_table"] == "cat.lake.order_lines_silver_tombstones"
+    assert spec["quarantine_table"] == "cat.lake.order_lines_quarantine"
+    assert spec["bronze_table"] == "order_lines_bronze"
+    assert spec["bronze_location"] == "s3://bronze/dms/db/sales/Order Lines/"
+
+
+def test_dms_type_mapping_for_numbers() -> None:
+    assert spark_type(PgType("numeric", "N")) == "decimal(28,6)"  # unbounded: NUMERIC(28,6)
+    assert spark_type(PgType("numeric", "N"), map_unbounded_numeric_as_string=True) == "string"
+    assert spark_type(numeric(38, 38)) == "decimal(38,38)"
+    assert spark_type(numeric(50, 2)) == "string"  # wider than any Spark decimal
+    assert spark_type(PgType("money")) == "decimal(38,4)"
+    assert spark_type(PgType("uuid")) == "string"
+
+
+@pytest.mark.parametrize(("source", "why"), [
+    (table([("a", PgType("int4"))], []), "no primary key"),
+    (table([("a", PgType("int4"))], ["a"], added=()), "change_seq"),
+])
+def test_tables_the_job_cannot_merge_are_refused_naming_them(source, why) -> None:
+    with pytest.raises(SpecError, match=why) as e:
+        build_spec(source, LAYOUT)
+    assert "sales.Order Lines" in str(e.value)
+
+
+def test_no_op_on_full_load_rows_is_refused() -> None:
+    layout = dataclasses.replace(LAYOUT, op_for_full_load=False)
+    with pytest.raises(SpecError, match="include_op_for_full_load"):
+        build_spec(table([("a", PgType("int4"))], ["a"]), layout)
+
+
+def test_derive_splits_a_text_column_in_its_place_and_checks_it() -> None:
+    over = TableOverrides.parse("x", {"derive": [{"column": "addr", "into": ["street", "rest"]}]})
+    spec = build_spec(table([("a", PgType("int4")), ("addr", PgType("text")),
+                             ("z", PgType("text"))], ["a"]), LAYOUT, over)
+    assert [c["name"] for c in spec["silver_columns"]] == [
+        "last_updated_ts", "a", "street", "rest", "z", "change_seq"]
+    with pytest.raises(SpecError, match="not a column"):
+        build_spec(table([("a", PgType("int4"))], ["a"]), LAYOUT, over)
+    with pytest.raises(SpecError, match="unknown keys"):
+        TableOverrides.parse("x", {"silver": "typo"})
+    with pytest.raises(SpecError, match="transform"):
+        TableOverrides.parse("x", {"derive": [{"column": "a", "into": ["b"],
+                                               "transform": "regexp"}]})
+
+
+def test_overrides_of_tables_the_mappings_do_not_select_are_reported() -> None:
+    p = load_pipeline()
+    p = dataclasses.replace(p, tables={**p.tables, "public.gone": {}})
+    report = build_specs([hosts_source(p)], p)
+    assert [s["name"] for s in report.specs] == ["public.hosts_demo"]
+    assert "select no such source table" in report.skipped["public.gone"]
+    assert layout_of(p).change_seq_column == p.dms.change_seq_column
+
+
+@given(st.text(min_size=1, max_size=20))
+def test_glue_names_are_lower_case_identifiers(name: str) -> None:
+    out = glue_name(name)
+    assert out and out == out.lower()
+    assert all(ch.isascii() and (ch.isalnum() or ch == "_") for ch in out)
+    assert glue_name(out) == out  # stable
