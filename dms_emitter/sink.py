@@ -32,6 +32,8 @@ class Sink(Protocol):
 
 
 def content_type(name: str) -> str:
+    if name.endswith(".parquet"):
+        return "application/vnd.apache.parquet"
     return "application/gzip" if name.endswith(".gz") else "text/csv"
 
 
