@@ -148,10 +148,28 @@ class Lab:
 
         return silver_catalog(self.env)
 
-    def silver_table(self):
-        """The pyiceberg silver table, loaded now (so at its current snapshot)."""
-        lake = self.pipeline.lake
-        return self.catalog.load_table(f"{lake.glue_database}.{lake.silver_table}")
+    def tables(self) -> list[dict]:
+        """The specs of every table the Glue job merges (`cdclab tables`)."""
+        from cdclab.tables_sync import published_specs
+
+        return published_specs(self.env, self.pipeline)
+
+    def spec(self, table: str | None = None) -> dict:
+        """One table's spec, by source name (schema.table); default: the demo table."""
+        name = table or f"{self.pipeline.source.schema}.{self.pipeline.source.table}"
+        for spec in self.tables():
+            if spec["name"] == name:
+                return spec
+        raise LabError(f"{name}: not a table the job merges ({[s['name'] for s in self.tables()]})")
+
+    def silver_table(self, table: str | None = None):
+        """The pyiceberg silver table of a source table (default: the demo table), loaded
+        now (so at its current snapshot)."""
+        if table is None:
+            lake = self.pipeline.lake
+            return self.catalog.load_table(f"{lake.glue_database}.{lake.silver_table}")
+        _catalog, namespace, name = self.spec(table)["silver_table"].split(".", 2)
+        return self.catalog.load_table(f"{namespace}.{name}")
 
     def spark(self):
         """The notebook's own local Spark session with the job's Iceberg catalog (built once)."""
@@ -182,14 +200,17 @@ class Lab:
         return pd.DataFrame(rows, columns=list(SOURCE_COLUMNS)).sort_values("id",
                                                                             ignore_index=True)
 
-    def silver(self):
-        """The silver table (current snapshot) as pandas, by id."""
-        return self.silver_table().scan().to_pandas().sort_values("id", ignore_index=True)
+    def silver(self, table: str | None = None):
+        """A silver table (current snapshot) as pandas, by key (default: the demo table)."""
+        keys = self.spec(table)["keys"] if table else ["id"]
+        return self.silver_table(table).scan().to_pandas().sort_values(keys,
+                                                                       ignore_index=True)
 
-    def reconcile(self):
+    def reconcile(self, table: str | None = None):
+        """`cdclab reconcile`: every table, or one (schema.table)."""
         from cdclab.reconcile import reconcile
 
-        return reconcile(self.env)
+        return reconcile(self.env, table)
 
     def wait_for_silver(self, timeout: float = 300) -> float:
         """Block until every source change committed so far is in silver; seconds waited."""

@@ -240,11 +240,12 @@ def source_data_rows(dsn: str, spec: Mapping[str, Any],
     options = RenderOptions(d.trim_space_in_char, d.map_unbounded_numeric_as_string,
                             d.bytea_format, d.timestamptz_time_zone, d.lob_max_size_kb,
                             d.interval_style)
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        columns = repl.table_columns(admin, schema, table)
     with psycopg.connect(dsn, autocommit=True,
                          options=repl.session_options(d.timestamptz_time_zone,
                                                       d.interval_style),
-                         context=repl.raw_text_adapters()) as conn:
-        columns = repl.table_columns(conn, schema, table)
+                         context=repl.raw_text_adapters()) as conn:  # output-function text
         names = [c.name for c in columns]
         kept, renderer = plan.kept(names), RowRenderer(columns, options)
         query = sql.SQL("SELECT {} FROM {}.{}").format(
