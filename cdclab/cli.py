@@ -321,7 +321,8 @@ def cmd_job_add(args: argparse.Namespace) -> int:
 
     env = _runtime().require("minio", "glue")
     try:
-        name = add_job(env, Path(args.script), args.name, parse_arguments(args.arg), say)
+        name = add_job(env, Path(args.script), args.name, parse_arguments(args.arg), say,
+                       trigger=args.trigger)
     except JobArgumentError as exc:
         raise ServiceError(str(exc)) from exc
     say(f"run it: cdclab job run {name}")
@@ -415,6 +416,10 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--name", help="job name (default: the script's file name)")
     j.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
                    help="a default job argument (--KEY VALUE for the script); repeatable")
+    j.add_argument("--trigger", action="store_true",
+                   help="start it, like the pipeline's job, for every batch of new bronze "
+                        "objects (tags the job; a job created with the same tag through "
+                        "boto3 is triggered too)")
     j.set_defaults(func=cmd_job_add)
     j = jobs.add_parser("run", help="start a run of a job and follow it to the end")
     j.add_argument("name")

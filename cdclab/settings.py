@@ -46,6 +46,11 @@ ENV_SILVER_BUCKET = "CDCLAB_SILVER_BUCKET"
 ENV_SCRIPTS_BUCKET = "CDCLAB_SCRIPTS_BUCKET"
 ENV_AWS_REGION = "AWS_REGION"  # what the AWS SDKs for Java read (boto3 reads AWS_DEFAULT_REGION)
 
+# A Glue job tagged so is started with the pipeline's job for every batch of new bronze
+# objects (the local watcher finds them with ListJobs; `cdclab job add --trigger` tags)
+TRIGGER_TAG, TRIGGER_ON_BRONZE = "cdclab:trigger", "bronze-object"
+LOCAL_ACCOUNT = "000000000000"  # the account id of the local Glue API's ARNs
+
 DEFAULT_REGION = "us-east-1"
 LAB_BATCH_INTERVAL_S = 1  # CDC files in a second, not DMS's 60 s ...
 LAB_BATCH_SIZE_KB = 64  # ... or 32000 KB

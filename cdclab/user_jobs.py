@@ -69,7 +69,10 @@ def user_job_definition(p: settings.PipelineSettings, script_uri: str,
 
 # --- I/O ------------------------------------------------------------------------------
 def add_job(env: Mapping[str, str], script: Path, name: str | None,
-            arguments: Mapping[str, str], progress: Callable[[str], None]) -> str:
+            arguments: Mapping[str, str], progress: Callable[[str], None],
+            trigger: bool = False) -> str:
+    """Upload the script and create or update its job; `trigger`: tag it so the watcher
+    starts it for every batch of new bronze objects, like the pipeline's job."""
     from cdclab.services.glue_api import LOCAL_ROLE
     from cdclab.services.minio import s3_client
     from cdclab.setup import glue_client
@@ -84,15 +87,29 @@ def add_job(env: Mapping[str, str], script: Path, name: str | None,
     progress(f"uploaded {script} to {uri}")
     glue = glue_client(env)
     definition = user_job_definition(p, uri, arguments, LOCAL_ROLE)
+    tags = {settings.TRIGGER_TAG: settings.TRIGGER_ON_BRONZE}
     try:
         glue.get_job(JobName=name)
     except glue.exceptions.EntityNotFoundException:
-        glue.create_job(Name=name, **definition)
+        glue.create_job(Name=name, **definition, **({"Tags": tags} if trigger else {}))
         progress(f"job {name} created")
     else:
-        glue.update_job(JobName=name, JobUpdate=definition)
+        glue.update_job(JobUpdate=definition, JobName=name)
+        arn = job_arn(env, name)
+        if trigger:
+            glue.tag_resource(ResourceArn=arn, TagsToAdd=tags)
+        else:
+            glue.untag_resource(ResourceArn=arn, TagsToRemove=list(tags))
         progress(f"job {name} updated")
+    if trigger:
+        progress(f"job {name} runs for every batch of new bronze objects (tag "
+                 f"{settings.TRIGGER_TAG}={settings.TRIGGER_ON_BRONZE})")
     return name
+
+
+def job_arn(env: Mapping[str, str], name: str) -> str:
+    region = env.get(settings.ENV_REGION, settings.DEFAULT_REGION)
+    return f"arn:aws:glue:{region}:{settings.LOCAL_ACCOUNT}:job/{name}"
 
 
 def run_job(env: Mapping[str, str], name: str, arguments: Mapping[str, str],

@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import threading
+import time
 
 import boto3
 from botocore.config import Config
@@ -16,6 +17,36 @@ from cdclab import settings
 from lambda_shim import lambda_function, watch_logic
 from lambda_shim.function_env import function_environment
 from lambda_shim.watcher import Watcher, state_path
+
+
+class TriggeredJobs:
+    """The jobs a batch of new objects starts: the pipeline's, then those tagged
+    TRIGGER_TAG=TRIGGER_ON_BRONZE (found with ListJobs, at most every REFRESH_S)."""
+
+    REFRESH_S = 10.0
+
+    def __init__(self, glue, pipeline_job: str) -> None:
+        self.glue, self.pipeline_job = glue, pipeline_job
+        self.tagged: list[str] = []
+        self.at = -self.REFRESH_S
+
+    def names(self) -> list[str]:
+        now = time.monotonic()
+        if now - self.at >= self.REFRESH_S:
+            try:
+                found, token = [], None
+                while True:
+                    page = self.glue.list_jobs(
+                        Tags={settings.TRIGGER_TAG: settings.TRIGGER_ON_BRONZE},
+                        **({"NextToken": token} if token else {}))
+                    found += page.get("JobNames", [])
+                    token = page.get("NextToken")
+                    if not token:
+                        break
+                self.tagged, self.at = sorted(found), now
+            except Exception as exc:  # API restarting: the last answer stands
+                logging.getLogger(__name__).warning("ListJobs failed: %s", exc)
+        return [self.pipeline_job, *(n for n in self.tagged if n != self.pipeline_job)]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -46,9 +77,16 @@ def main(argv: list[str] | None = None) -> None:
         except Exception:
             return None  # API unreachable: ask again on the next poll
 
+    triggered = TriggeredJobs(glue, p.glue_job.name)
+
+    def handler(event, context):
+        # the pipeline's job and every job tagged to run with it (cdclab job add --trigger)
+        os.environ["GLUE_JOB_NAMES"] = ",".join(triggered.names())
+        return lambda_function.lambda_handler(event, context)
+
     watcher = Watcher(
         s3, p.lake.bronze_bucket, p.watched_prefix + "/", state_path(settings.state_dir()),
-        lambda_function.lambda_handler, region=region, interval=args.interval,
+        handler, region=region, interval=args.interval,
         full_scan_seconds=args.full_scan_seconds, run_state=run_state,
     )
     stop = threading.Event()

@@ -100,13 +100,22 @@ def quarantine(s3, bucket: str, key: str, defect: object_gate.Defect, prefix: st
     return target
 
 
+def job_names() -> list[str]:
+    """The Glue jobs each batch of new objects starts: GLUE_JOB_NAMES (comma-separated:
+    the pipeline's job first, then jobs brought along), else GLUE_JOB_NAME."""
+    names = os.environ.get("GLUE_JOB_NAMES") or os.environ.get("GLUE_JOB_NAME",
+                                                                DEFAULT_JOB_NAME)
+    return list(dict.fromkeys(n.strip() for n in names.split(",") if n.strip()))
+
+
 def lambda_handler(event, context):
-    job_name = os.environ.get("GLUE_JOB_NAME", DEFAULT_JOB_NAME)
+    names = job_names()
+    job_name = names[0]
     prefix = os.environ.get("QUARANTINE_PREFIX", DEFAULT_QUARANTINE_PREFIX)
     request_id = getattr(context, "aws_request_id", "")
     refs = object_refs(event)
     keys = [key for _, key in refs]
-    logger.info("%d new object(s) for Glue job %s: %s", len(keys), job_name, keys)
+    logger.info("%d new object(s) for Glue job(s) %s: %s", len(keys), names, keys)
     s3, layout = s3_client(), csv_layout()
     good, quarantined = [], []
     for bucket, key in refs:
@@ -121,15 +130,22 @@ def lambda_handler(event, context):
     if not good:
         logger.info("no readable new object: no Glue run started")
         return {"JobName": job_name, "JobRunId": None, "Keys": keys,
-                "Quarantined": quarantined}
+                "Quarantined": quarantined, "JobRuns": {}}
     glue = boto3.client("glue")
-    try:
-        run = glue.start_job_run(JobName=job_name)
-    except glue.exceptions.ConcurrentRunsExceededException as e:
+    runs: dict[str, str] = {}
+    busy: list[str] = []
+    for name in names:  # each job reads what is new to it (its own bookmark)
+        try:
+            runs[name] = glue.start_job_run(JobName=name)["JobRunId"]
+            logger.info("started Glue job %s run %s", name, runs[name])
+        except glue.exceptions.ConcurrentRunsExceededException as e:
+            logger.info("Glue job %s already has a run going: %s", name, e)
+            busy.append(name)
+            if name == job_name:
+                break  # the retry starts them all together, not the others once per try
+    if busy:  # retried: the jobs that started already read these objects (bookmarks)
         raise GlueJobAlreadyRunning(
-            f"Glue job {job_name} already has a run going; retry so a later run picks up "
-            f"{len(good)} object(s): {e}"
-        ) from e
-    run_id = run["JobRunId"]
-    logger.info("started Glue job %s run %s", job_name, run_id)
-    return {"JobName": job_name, "JobRunId": run_id, "Keys": keys, "Quarantined": quarantined}
+            f"Glue job(s) {busy} already have a run going; retry so a later run picks up "
+            f"{len(good)} object(s)")
+    return {"JobName": job_name, "JobRunId": runs[job_name], "Keys": keys,
+            "Quarantined": quarantined, "JobRuns": runs}

@@ -196,3 +196,57 @@ def test_bring_your_own_script_with_cdclab_job(running_pipeline, tmp_path) -> No
     bad = subprocess.run([*cli, "run", "count_hosts", "--arg", "table=nope"], env=env,
                          capture_output=True, text=True, timeout=600)
     assert bad.returncode == 1 and "FAILED" in bad.stdout and "nope" in bad.stdout
+
+
+TRIGGERED_SCRIPT = """
+import json, sys
+from awsglue.context import GlueContext
+from awsglue.job import Job
+from awsglue.utils import getResolvedOptions
+from pyspark.context import SparkContext
+args = getResolvedOptions(sys.argv, ["JOB_NAME"])
+glue = GlueContext(SparkContext.getOrCreate())
+job = Job(glue)
+job.init(args["JOB_NAME"], args)
+new = glue.create_dynamic_frame.from_catalog(database="airbnb", table_name="hosts_bronze",
+                                             transformation_ctx="new_bronze")
+print("CDCLAB_METRICS " + json.dumps({"new_bronze_rows": new.count()}))
+job.commit()
+"""
+
+
+def test_jobs_brought_along_run_for_every_batch_of_new_objects(running_pipeline,
+                                                               tmp_path) -> None:
+    """`cdclab job add --trigger` (or CreateJob with the cdclab:trigger tag) makes the
+    watcher's Lambda start the job with the pipeline's, on new bronze objects alone."""
+    import boto3
+
+    env = running_pipeline.env
+    _drain_and_reconcile(env)
+    script = tmp_path / "new_bronze.py"
+    script.write_text(TRIGGERED_SCRIPT)
+    added = subprocess.run([sys.executable, "-m", "cdclab.cli", "job", "add", str(script),
+                            "--trigger"], env=running_pipeline.cli_env, capture_output=True,
+                           text=True, timeout=120)
+    assert added.returncode == 0 and "runs for every batch" in added.stdout, added.stderr
+    glue = boto3.client("glue", endpoint_url=env[settings.ENV_GLUE_ENDPOINT],
+                        region_name=settings.DEFAULT_REGION,
+                        aws_access_key_id=env[settings.ENV_ACCESS_KEY],
+                        aws_secret_access_key=env[settings.ENV_SECRET_KEY])
+    job = glue.get_job(JobName="new_bronze")["Job"]
+    glue.create_job(Name="new_bronze_boto3", Role=job["Role"], Command=job["Command"],
+                    GlueVersion=job["GlueVersion"], DefaultArguments=job["DefaultArguments"],
+                    Tags={settings.TRIGGER_TAG: settings.TRIGGER_ON_BRONZE})
+    run_workload(env[settings.ENV_PG_DSN], transactions=20, rate=40, seed=SEED + 7)
+    _drain_and_reconcile(env)
+
+    def succeeded(name: str) -> list[dict]:
+        return [r for r in glue.get_job_runs(JobName=name)["JobRuns"]
+                if r["JobRunState"] == "SUCCEEDED"]
+
+    from tests.resources.waiting import wait_for
+
+    wait_for(lambda: succeeded("new_bronze") and succeeded("new_bronze_boto3"), 300,
+             "the triggered jobs' runs", every=2)
+    glue.delete_job(JobName="new_bronze")  # later tests see only the pipeline's job
+    glue.delete_job(JobName="new_bronze_boto3")
