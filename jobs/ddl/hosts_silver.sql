@@ -1,5 +1,6 @@
--- Silver: cleaned, merged hosts. The job runs this statement (embedded copy in
--- jobs/bronze_to_silver.py). change_seq is kept so an older change never overwrites a newer.
+-- Silver: cleaned, merged hosts. The job builds this statement from the demo table's
+-- spec (jobs/bronze_to_silver.py silver_ddl; tests/unit/test_job_script.py compares).
+-- change_seq is kept so an older change never overwrites a newer.
 CREATE NAMESPACE IF NOT EXISTS job_catalog.airbnb;
 CREATE TABLE IF NOT EXISTS job_catalog.airbnb.hosts_silver (
   last_updated_ts TIMESTAMP,
