@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from cdclab.atomic import write_json
+from glue_local import tags_api
 from glue_local.errors import GlueError
 
 ACTIVE_STATES = ("STARTING", "RUNNING", "STOPPING")
@@ -329,10 +330,15 @@ def create_job(ctx, req: dict) -> dict:
     name = req.get("Name")
     if not name:
         raise GlueError("InvalidInputException", "Name is required")
+    tags = tags_api.checked_tags(req.get("Tags"), "Tags")
     with ctx.jobs.lock:
         if ctx.jobs.get_job(name) is not None:
             raise GlueError("AlreadyExistsException", f"Job with name {name} already exists")
-        ctx.jobs.put_job(_job_from_input(name, req, time.time()))
+        job = _job_from_input(name, req, time.time())
+        # kept apart from the definition: GetJob does not return Tags (GetTags does);
+        # written first, so a job never exists without its tags
+        tags_api.store_job_tags(ctx.state_dir, name, tags)
+        ctx.jobs.put_job(job)
     return {"Name": name}
 
 
@@ -358,7 +364,9 @@ def delete_job(ctx, req: dict) -> dict:
     name = req.get("JobName")
     if not name:
         raise GlueError("InvalidInputException", "JobName is required")
-    ctx.jobs.delete_job(name)  # idempotent, as in Glue
+    with ctx.jobs.lock:
+        ctx.jobs.delete_job(name)  # idempotent, as in Glue
+        tags_api.store_job_tags(ctx.state_dir, name, {})  # the tags go with the job
     _bookmarks().delete_bookmark(ctx.state_dir, name)  # Glue deletes the bookmark with the job
     return {"JobName": name}
 

@@ -2,7 +2,8 @@
 
 POST / with `X-Amz-Target: AWSGlue.<Operation>` and a JSON body; replies JSON, errors
 as HTTP 400 `{"__type": code, "message": ...}` so botocore raises
-`client.exceptions.<code>`. Operations come from jobs_api.OPERATIONS and, when present,
+`client.exceptions.<code>`. Operations come from jobs_api.OPERATIONS, tags_api.OPERATIONS
+(job tags, ListJobs) and, when present,
 catalog_api.OPERATIONS and partitions_api.OPERATIONS; each is `(ctx, request) -> response`.
 """
 
@@ -23,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from cdclab.services.base import bind_host
-from glue_local import jobs_api
+from glue_local import jobs_api, tags_api
 from glue_local.errors import GlueError
 from glue_local.runner import Runner
 
@@ -50,7 +51,7 @@ class ServerContext:
 
 
 def operations() -> dict[str, Operation]:
-    ops: dict[str, Operation] = dict(jobs_api.OPERATIONS)
+    ops: dict[str, Operation] = {**jobs_api.OPERATIONS, **tags_api.OPERATIONS}
     try:
         catalog_api = importlib.import_module("glue_local.catalog_api")
     except ModuleNotFoundError as e:
