@@ -35,6 +35,16 @@ public record BookmarkState(long cutoffMs, Map<String, Long> band) {
    */
   public List<SourceFile> select(List<SourceFile> listed, long runStartMs, long maxBandMs,
                                  long maxFilesInBand) {
+    return select(listed, runStartMs, maxBandMs, maxFilesInBand, Bound.NONE).chosen();
+  }
+
+  /**
+   * As above, then capped by Glue's bounded execution ({@code bound}): the oldest files first,
+   * the rest {@code left} for later runs. {@code left} holds every unprocessed file this run
+   * could have read but did not; {@link #advance} keeps the cutoff below all of them.
+   */
+  public Selection select(List<SourceFile> listed, long runStartMs, long maxBandMs,
+                          long maxFilesInBand, Bound bound) {
     List<SourceFile> out = new ArrayList<>();
     for (SourceFile f : listed) {
       if (!processed(f) && f.modifiedMs() <= runStartMs) out.add(f);
@@ -43,16 +53,61 @@ public record BookmarkState(long cutoffMs, Map<String, Long> band) {
     long bandStart = runStartMs - maxBandMs;
     long inBand = 0;
     List<SourceFile> kept = new ArrayList<>();
+    List<SourceFile> left = new ArrayList<>();
     for (SourceFile f : out) {
-      if (f.modifiedMs() > bandStart && ++inBand > maxFilesInBand) continue;
+      if (f.modifiedMs() > bandStart && ++inBand > maxFilesInBand) {
+        left.add(f);
+        continue;
+      }
       kept.add(f);
     }
-    return kept;
+    List<SourceFile> chosen = bound.take(kept);
+    left.addAll(kept.subList(chosen.size(), kept.size()));
+    return new Selection(chosen, left);
+  }
+
+  /** The files one run reads, and those it leaves for later runs. */
+  public record Selection(List<SourceFile> chosen, List<SourceFile> left) {}
+
+  /**
+   * Glue's bounded execution (additional_options / table parameters {@code boundedFiles},
+   * {@code boundedSize}): at most {@code files} files; files until their sizes reach
+   * {@code bytes} (the file that reaches it is read, so a run always takes at least one).
+   * A value of 0 or less is no cap.
+   */
+  public record Bound(long files, long bytes) {
+    public static final Bound NONE = new Bound(0, 0);
+
+    public List<SourceFile> take(List<SourceFile> sorted) {
+      List<SourceFile> out = new ArrayList<>();
+      long total = 0;
+      for (SourceFile f : sorted) {
+        if (files > 0 && out.size() >= files) break;
+        if (bytes > 0 && total >= bytes) break;
+        out.add(f);
+        total += Math.max(0, f.size());
+      }
+      return out;
+    }
   }
 
   /** The state after a run that started at {@code runStartMs} processed {@code read}. */
   public BookmarkState advance(List<SourceFile> read, long runStartMs, long maxBandMs) {
+    return advance(read, List.of(), runStartMs, maxBandMs);
+  }
+
+  /**
+   * The state after a run that processed {@code read} and left {@code left} unread (bounded
+   * execution, maxFilesInBand): the cutoff moves up to the run's band start, but never to or
+   * past a file left for later, so no later run takes a left file as processed.
+   */
+  public BookmarkState advance(List<SourceFile> read, List<SourceFile> left, long runStartMs,
+                               long maxBandMs) {
     long cutoff = Math.max(cutoffMs, runStartMs - maxBandMs);
+    for (SourceFile f : left) {
+      cutoff = Math.min(cutoff, f.modifiedMs() - 1); // unprocessed: modifiedMs > cutoffMs
+    }
+    cutoff = Math.max(cutoff, cutoffMs);
     Map<String, Long> next = new LinkedHashMap<>();
     for (Map.Entry<String, Long> e : band.entrySet()) {
       if (e.getValue() > cutoff) next.put(e.getKey(), e.getValue());

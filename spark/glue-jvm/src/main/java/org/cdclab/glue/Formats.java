@@ -10,7 +10,7 @@ import java.util.Set;
 public final class Formats {
   /** Options that change what is read and that cdclab does not implement: refused by name. */
   static final Set<String> UNSUPPORTED_READ = Set.of(
-      "jsonPath", "exclusions", "boundedFiles", "boundedSize", "manifestFilePath",
+      "jsonPath", "exclusions", "manifestFilePath",
       "skipFirst", "rowTag", "withSchema");
 
   /**

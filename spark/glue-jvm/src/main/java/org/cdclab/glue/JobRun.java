@@ -71,17 +71,33 @@ public final class JobRun {
     return option;
   }
 
-  /** The files of {@code ctx} this run reads, per the bookmark option. */
+  /** The files of {@code ctx} this run reads, per the bookmark option and the run's cap. */
   public synchronized List<SourceFile> select(String ctx, List<SourceFile> listed, long maxBandMs,
-                                              long maxFilesInBand) {
-    if (ctx == null || ctx.isEmpty() || option.equals(DISABLE)) return new ArrayList<>(listed);
+                                              long maxFilesInBand, BookmarkState.Bound bound) {
+    if (ctx == null || ctx.isEmpty() || option.equals(DISABLE)) {
+      return unbookmarked(listed, bound);
+    }
     if (option.equals(PAUSE) && fromRun != null && toRun != null) {
-      return BookmarkState.range(listed, store.afterRun(fromRun, ctx), store.afterRun(toRun, ctx));
+      return bound.take(BookmarkState.range(listed, store.afterRun(fromRun, ctx),
+          store.afterRun(toRun, ctx)));
     }
     BookmarkState state = pending.containsKey(ctx) ? pending.get(ctx) : store.context(ctx);
-    List<SourceFile> chosen = state.select(listed, startMs, maxBandMs, maxFilesInBand);
-    if (option.equals(ENABLE)) pending.put(ctx, state.advance(chosen, startMs, maxBandMs));
-    return chosen;
+    BookmarkState.Selection chosen = state.select(listed, startMs, maxBandMs, maxFilesInBand,
+        bound);
+    if (option.equals(ENABLE)) {
+      pending.put(ctx, state.advance(chosen.chosen(), chosen.left(), startMs, maxBandMs));
+    }
+    return chosen.chosen();
+  }
+
+  /** Without a bookmark every listed file is read; a cap takes the oldest first. */
+  public static List<SourceFile> unbookmarked(List<SourceFile> listed,
+                                              BookmarkState.Bound bound) {
+    if (bound.equals(BookmarkState.Bound.NONE)) return new ArrayList<>(listed);
+    List<SourceFile> sorted = new ArrayList<>(listed);
+    sorted.sort(java.util.Comparator.comparingLong(SourceFile::modifiedMs)
+        .thenComparing(SourceFile::path));
+    return bound.take(sorted);
   }
 
   /** job.commit(): only job-bookmark-enable saves; a second commit does nothing. */

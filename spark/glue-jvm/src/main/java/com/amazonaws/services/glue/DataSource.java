@@ -45,6 +45,8 @@ public class DataSource {
   // predicate, catalogPartitionPredicate; its keys as Spark types
   private String[] partitioned;
   private StructType partitionKeys;
+  // Glue's bounded execution: at most boundedFiles files / boundedSize bytes per run
+  private BookmarkState.Bound bound = BookmarkState.Bound.NONE;
 
   DataSource(GlueContext glue, String what, String ctx, JsonOptions connection, List<String> paths,
              boolean recurse, String format, JsonOptions formatOptions, StructType catalogSchema) {
@@ -68,8 +70,40 @@ public class DataSource {
     Formats.refuseUnsupported(options, "connection");
     List<String> paths = options.getStringList("paths");
     if (paths.isEmpty()) throw new IllegalArgumentException("cdclab: from_options needs paths");
-    return new DataSource(glue, connectionType + " " + paths, ctx, options, paths,
+    DataSource source = new DataSource(glue, connectionType + " " + paths, ctx, options, paths,
         options.getBoolean("recurse", false), format, JsonOptions.empty(), null);
+    source.bound = bound(options.asMap(), "connection_options");
+    return source;
+  }
+
+  static final String BOUNDED_FILES = "boundedFiles";
+  static final String BOUNDED_SIZE = "boundedSize";
+
+  /**
+   * boundedFiles / boundedSize from options (AWS: "need to be string"; numbers are taken too).
+   * AWS supports "only a single boundary": both at once is a named error.
+   */
+  static BookmarkState.Bound bound(Map<String, ?> options, String where) {
+    long files = positive(options.get(BOUNDED_FILES), BOUNDED_FILES, where);
+    long bytes = positive(options.get(BOUNDED_SIZE), BOUNDED_SIZE, where);
+    if (files > 0 && bytes > 0) {
+      throw new IllegalArgumentException("cdclab: " + where + " set both " + BOUNDED_FILES
+          + " and " + BOUNDED_SIZE + "; Glue's bounded execution supports only one boundary");
+    }
+    return files == 0 && bytes == 0 ? BookmarkState.Bound.NONE
+        : new BookmarkState.Bound(files, bytes);
+  }
+
+  private static long positive(Object value, String key, String where) {
+    if (value == null || value.toString().isBlank()) return 0;
+    try {
+      long n = Long.parseLong(value.toString().trim());
+      if (n > 0) return n;
+    } catch (NumberFormatException e) {
+      // the message below names it
+    }
+    throw new IllegalArgumentException("cdclab: " + where + " " + key + " must be a positive "
+        + "whole number (as a string), not " + value);
   }
 
   static DataSource fromCatalog(GlueContext glue, String database, String tableName, String ctx,
@@ -86,6 +120,10 @@ public class DataSource {
       throw Unsupported.of("push_down_predicate on the unpartitioned table " + table.name());
     }
     Formats.refuseUnsupported(additional, "additional_options");
+    // additional_options win over the table's parameters (Glue documents both places)
+    boolean inOptions = additional.contains(BOUNDED_FILES) || additional.contains(BOUNDED_SIZE);
+    BookmarkState.Bound bound = inOptions ? bound(additional.asMap(), "additional_options")
+        : bound(table.params(), "table " + table.name() + " parameters");
     Map<String, String> serde = table.serde();
     Map<String, Object> fo = new HashMap<>();
     if (table.format().equals("csv")) {
@@ -105,6 +143,7 @@ public class DataSource {
     JsonOptions formatOptions = new JsonOptions(fo).merge(additional);
     DataSource source = new DataSource(glue, "catalog table " + table.name(), ctx, additional,
         List.of(table.location()), true, table.format(), formatOptions, schema(table.columns()));
+    source.bound = bound;
     if (hasPartitions) {
       source.partitioned = new String[] {database, tableName, catalogId, pushDownPredicate,
           additional.getString("catalogPartitionPredicate", null)};
@@ -161,12 +200,13 @@ public class DataSource {
         spark.sparkContext().hadoopConfiguration())));
   }
 
-  /** The listed files the run's job bookmark has not seen (all of them outside a run). */
+  /** The listed files the run's job bookmark has not seen (all of them outside a run), at
+   * most the bounded-execution cap of them, oldest first. */
   private List<SourceFile> bookmarked(List<SourceFile> listed) {
     JobRun run = JobRun.current();
-    return run == null ? listed : run.select(ctx, listed,
+    return run == null ? JobRun.unbookmarked(listed, bound) : run.select(ctx, listed,
         connection.getLong("maxBand", BookmarkState.DEFAULT_MAX_BAND_MS),
-        connection.getLong("maxFilesInBand", BookmarkState.DEFAULT_MAX_FILES_IN_BAND));
+        connection.getLong("maxFilesInBand", BookmarkState.DEFAULT_MAX_FILES_IN_BAND), bound);
   }
 
   /** A partitioned catalog table: the selected partitions' files (bookmarked together),
