@@ -18,7 +18,7 @@ import struct
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
@@ -138,6 +138,38 @@ def typed(sql_type: str, text: str | None) -> Any:
     raise Unconvertible(f"no conversion to {sql_type}")
 
 
+def parquet_typed(column: Mapping[str, Any], text: str | None, bytea_format: str = "hex",
+                  millis: bool = False) -> Any:
+    """The value the silver cast of a DMS Parquet value gives: the value as the emitter
+    writes it into the file (dms_emitter.parquet_types), read back as pyiceberg returns
+    silver. A value the Parquet type cannot hold is written NULL."""
+    from dms_emitter.parquet_types import ColumnType, ParquetValueError, converter
+    from dms_emitter.values import RenderOptions
+
+    if text is None:
+        return None
+    kind, _, rest = column.get("parquet_type", "string").partition("(")
+    if kind == "decimal":
+        precision, scale = (int(x) for x in rest.rstrip(")").split(","))
+        col = ColumnType(kind, precision, scale)
+    else:
+        col = ColumnType(kind)
+    convert = converter(col, RenderOptions(bytea_format=bytea_format), millis)
+    try:
+        value = text if convert is None else convert(text)
+    except (ParquetValueError, ValueError):
+        return None
+    if kind == "date32":
+        return date(1970, 1, 1) + timedelta(days=value)
+    if kind == "timestamp":
+        return datetime(1970, 1, 1) + timedelta(microseconds=value * (1000 if millis else 1))
+    if kind in ("float", "double"):
+        return typed(kind, "NaN" if math.isnan(value) else repr(value))
+    if kind == "string" and column["type"] != "string":
+        return typed(column["type"], value)  # a STRING DMS writes (BOOLEAN's true/false)
+    return value
+
+
 def as_read(text: str | None, null_value: str = "", quote_empty: bool = True) -> str | None:
     """A bronze value as Glue's CSV reader returns it: NULL is written as CsvNullValue
     (read back as NULL when that is the empty field); '' is an empty field too unless
@@ -156,22 +188,25 @@ def business_columns(spec: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def expected_rows(spec: Mapping[str, Any], data_rows: Iterable[Sequence[str | None]],
-                  null_value: str = "", quote_empty: bool = True,
-                  ) -> tuple[dict[tuple, Record], int]:
+                  null_value: str = "", quote_empty: bool = True, bytea_format: str = "hex",
+                  parquet_millis: bool = False) -> tuple[dict[tuple, Record], int]:
     """(key -> expected business record, rows the job would quarantine). `data_rows`:
     each source row's bronze data fields (source columns, then added columns), as the
-    emitter writes them."""
+    emitter renders them (text; Parquet files hold that text converted to their types)."""
     data = [c for c in spec["bronze_columns"] if c["role"] in ("data", "change_seq")]
-    types = {c["name"]: c["type"] for c in data}
+    parquet = spec.get("bronze_format") == "parquet"
     keep = business_columns(spec)
     silver = [c for c in spec["silver_columns"] if c["name"] in keep]
     out: dict[tuple, Record] = {}
     refused = 0
     for row in data_rows:
-        values = {c["name"]: as_read(v, null_value, quote_empty)
-                  for c, v in zip(data, row, strict=False)}
         try:
-            cast = {n: typed(types[n], values[n]) for n in types if n in values}
+            if parquet:
+                cast = {c["name"]: parquet_typed(c, v, bytea_format, parquet_millis)
+                        for c, v in zip(data, row, strict=False)}
+            else:
+                cast = {c["name"]: typed(c["type"], as_read(v, null_value, quote_empty))
+                        for c, v in zip(data, row, strict=False)}
         except Unconvertible:
             refused += 1
             continue
@@ -313,7 +348,8 @@ def reconcile_table(env: Mapping[str, str], spec: Mapping[str, Any],
                     p: settings.PipelineSettings) -> ReconcileResult:
     expected, _refused = expected_rows(
         spec, source_data_rows(env[settings.ENV_PG_DSN], spec, p),
-        p.dms.csv_null_value, p.dms.quote_empty_strings and p.dms.rfc4180)
+        p.dms.csv_null_value, p.dms.quote_empty_strings and p.dms.rfc4180,
+        p.dms.bytea_format, p.dms.parquet_timestamp_in_millisecond)
     def one(key: tuple) -> Any:  # a one-column key reads as its value (ids as ids)
         return key[0] if len(key) == 1 else key
 

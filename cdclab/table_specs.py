@@ -30,10 +30,17 @@ DEFAULT_SPLIT_PATTERN = r",[ \t\n\x0B\f\r]*"
 DECIMAL_MAX_PRECISION = 38  # Spark's (and Iceberg's) widest decimal
 UNBOUNDED_NUMERIC = "decimal(28,6)"  # DMS writes unbounded NUMERIC as NUMERIC(28,6)
 MONEY = "decimal(38,4)"  # DMS: MONEY -> NUMERIC(38,4)
+FORMAT_CSV, FORMAT_PARQUET = "csv", "parquet"
+# Parquet kinds (dms_emitter.parquet_types) as catalog (Hive) types; decimal(p,s) as is
+PARQUET_HIVE_TYPES = {"string": "string", "binary": "binary", "bool": "boolean",
+                      "int16": "smallint", "int32": "int", "int64": "bigint",
+                      "float": "float", "double": "double", "date32": "date",
+                      "timestamp": "timestamp"}
 _SPARK_TYPES = {"int2": "smallint", "int4": "int", "int8": "bigint", "float4": "float",
                 "float8": "double", "bool": "boolean", "date": "date",
                 "timestamp": "timestamp", "timestamptz": "timestamp", "money": MONEY}
 _NAME_JUNK = re.compile(r"[^a-z0-9_]+")
+INTERNAL_PREFIX = "_cdclab_"  # the job's own columns (jobs/bronze_to_silver.py INTERNAL)
 
 
 class SpecError(ValueError):
@@ -98,6 +105,7 @@ class Layout:
     change_seq_column: str = "change_seq"
     op_for_full_load: bool = True
     map_unbounded_numeric_as_string: bool = False
+    data_format: str = "csv"  # DataFormat: csv | parquet
 
 
 @dataclass(frozen=True)
@@ -152,7 +160,14 @@ def build_spec(source: SourceTable, layout: Layout,
     if layout.change_seq_column not in source.added:
         raise SpecError(f"{where}: the table mappings add no {layout.change_seq_column!r} "
                         "column ($AR_H_CHANGE_SEQ), which the job orders changes by")
+    parquet = layout.data_format == FORMAT_PARQUET
     names = [glue_name(n) for n in source.written_names]
+    if parquet:  # Parquet columns are found by name (case aside), not by position
+        renamed = [n for n, g in zip(source.written_names, names, strict=True)
+                   if g != n.lower()]
+        if renamed:
+            raise SpecError(f"{where}: Parquet columns are read by name, and {renamed} are "
+                            "no Glue column names (rename them with a table-mapping rule)")
     by_source = {c.name: (n, c) for n, c in zip(names, source.columns, strict=True)}
     bronze: list[dict[str, Any]] = [{"name": "op", "role": ROLE_OP, "type": "string"}]
     if layout.timestamp_column:
@@ -163,6 +178,8 @@ def build_spec(source: SourceTable, layout: Layout,
         data = {"name": name, "role": ROLE_DATA,
                 "type": spark_type(column.type, layout.map_unbounded_numeric_as_string),
                 "source_type": column.type.describe()}
+        if parquet:
+            data.update(_parquet_column(where, column, layout))
         if column.name in source.key:
             data["key"] = True
             keys.append(name)
@@ -170,6 +187,10 @@ def build_spec(source: SourceTable, layout: Layout,
     for added in source.added:
         role = ROLE_CHANGE_SEQ if added == layout.change_seq_column else ROLE_DATA
         bronze.append({"name": glue_name(added), "role": role, "type": "string"})
+    internal = [c["name"] for c in bronze if c["name"].startswith(INTERNAL_PREFIX)]
+    if internal:
+        raise SpecError(f"{where}: column names starting {INTERNAL_PREFIX!r} are the job's "
+                        f"own: {internal} (rename them with a table-mapping rule)")
     if len({c["name"] for c in bronze}) != len(bronze):
         raise SpecError(f"{where}: two columns share one catalog name "
                         f"{[c['name'] for c in bronze]}")
@@ -180,6 +201,7 @@ def build_spec(source: SourceTable, layout: Layout,
     return {
         "version": SPEC_VERSION,
         "name": where,
+        "bronze_format": layout.data_format,
         "bronze_database": layout.glue_database,
         "bronze_table": overrides.bronze_table or f"{target}_bronze",
         "bronze_location": (f"s3://{layout.bronze_bucket}/{layout.bucket_folder.strip('/')}/"
@@ -192,6 +214,25 @@ def build_spec(source: SourceTable, layout: Layout,
         "silver_columns": silver,
         "transformation_ctx": overrides.transformation_ctx or f"bronze_{glue_name(where)}",
     }
+
+
+def _parquet_column(where: str, column: SourceColumn, layout: Layout) -> dict[str, Any]:
+    """How a column is in DMS's Parquet files (dms_emitter.parquet_types) and read back:
+    `parquet_type`, the catalog's `hive_type`, and the silver type (bytea as binary)."""
+    from dms_emitter.parquet_types import TIME32, column_type
+    from dms_emitter.values import RenderOptions
+
+    kind = column_type(column.type, RenderOptions(
+        map_unbounded_numeric_as_string=layout.map_unbounded_numeric_as_string))
+    if kind.kind == TIME32:
+        raise SpecError(f"{where}: column {column.name!r} is a Parquet TIME, which Spark (and "
+                        "so Glue 5) cannot read: remove it with a remove-column rule, or "
+                        "write csv")
+    hive = PARQUET_HIVE_TYPES.get(kind.kind, kind.describe())
+    out = {"parquet_type": kind.describe(), "hive_type": hive}
+    if kind.kind == "binary":
+        out["type"] = "binary"
+    return out
 
 
 def _silver_columns(where: str, bronze: list[dict[str, Any]], overrides: TableOverrides,
@@ -224,8 +265,26 @@ def _silver_columns(where: str, bronze: list[dict[str, Any]], overrides: TableOv
 
 
 def bronze_table_input(spec: Mapping[str, Any], delimiter: str = ",") -> dict[str, Any]:
-    """TableInput of a table's bronze Glue catalog table: every column a string (the
-    job casts), OpenCSVSerde, header skipped, positional like Glue's CSV reader."""
+    """TableInput of a table's bronze Glue catalog table. CSV: every column a string (the
+    job casts), OpenCSVSerde, header skipped, positional like Glue's CSV reader. Parquet:
+    each column with the type DMS writes it as, ParquetHiveSerDe, read by name."""
+    if spec.get("bronze_format", FORMAT_CSV) == FORMAT_PARQUET:
+        return {
+            "Name": spec["bronze_table"],
+            "TableType": "EXTERNAL_TABLE",
+            "Parameters": {"classification": "parquet", "EXTERNAL": "TRUE",
+                           "cdclab.source_table": spec["name"]},
+            "StorageDescriptor": {
+                "Columns": [{"Name": c["name"], "Type": c.get("hive_type", "string")}
+                            for c in spec["bronze_columns"]],
+                "Location": spec["bronze_location"],
+                "InputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
+                "OutputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
+                "SerdeInfo": {"SerializationLibrary":
+                              "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
+                              "Parameters": {"serialization.format": "1"}},
+            },
+        }
     return {
         "Name": spec["bronze_table"],
         "TableType": "EXTERNAL_TABLE",

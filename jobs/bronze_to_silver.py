@@ -34,6 +34,12 @@ SPEC_VERSION = 1  # cdclab/table_specs.py SPEC_VERSION
 # is empty for grouped, non-FileSplit reads).
 SOURCE_FILE_COLUMN = "_cdclab_source_file"
 ROLE_OP, ROLE_TIMESTAMP, ROLE_CHANGE_SEQ = "op", "timestamp", "change_seq"
+# The job's own columns beside a table's: prefixed, so no table column (a `reason`, an
+# `action`) is ever overwritten (cdclab/table_specs.py refuses names with the prefix).
+INTERNAL = "_cdclab_"
+FILE, RECORD, LINE = f"{INTERNAL}file", f"{INTERNAL}record", f"{INTERNAL}line"
+REASON, RAW, ORDER = f"{INTERNAL}reason", f"{INTERNAL}raw", f"{INTERNAL}read_order"
+OP, LOAD, RANK, ACTION = f"{INTERNAL}op", f"{INTERNAL}load", f"{INTERNAL}rank", f"{INTERNAL}action"
 
 # Java regexes (rlike) for the text forms DMS writes, by Spark type; try_cast rejects
 # what a pattern lets through (2020-02-30, an INT out of range).
@@ -164,8 +170,8 @@ def reason_column(spec: dict):
 
 
 def bronze_records(bronze_df, spec: dict, file_column: str = SOURCE_FILE_COLUMN):
-    """Glue's rows as quarantine-ready records: source_file, record_number, line_number,
-    reason, raw_fields, then the bronze columns.
+    """Glue's rows as quarantine-ready records: FILE, RECORD, LINE, REASON, RAW, then the
+    bronze columns.
 
     record_number counts the file's records as read, the header being record 1 (Glue's
     readers report no line numbers: line_number is NULL). Full-load rows have no
@@ -177,20 +183,20 @@ def bronze_records(bronze_df, spec: dict, file_column: str = SOURCE_FILE_COLUMN)
 
     names = [c["name"] for c in spec["bronze_columns"]]
     seq = role_column(spec, ROLE_CHANGE_SEQ)
-    in_file = Window.partitionBy(file_column).orderBy("_read_order")
-    record_number = F.col("record_number")
+    in_file = Window.partitionBy(file_column).orderBy(ORDER)
+    record_number = F.col(RECORD)
     is_load = F.regexp_extract(F.col(file_column), r"(^|/)LOAD[^/]*$", 0) != ""
     return (
-        bronze_df.withColumn("_read_order", F.monotonically_increasing_id())
-        .withColumn("record_number", (F.row_number().over(in_file) + 1).cast("long"))
-        .withColumn("raw_fields", F.to_json(F.array(*[F.col(q(c)) for c in names])))
+        bronze_df.withColumn(ORDER, F.monotonically_increasing_id())
+        .withColumn(RECORD, (F.row_number().over(in_file) + 1).cast("long"))
+        .withColumn(RAW, F.to_json(F.array(*[F.col(q(c)).cast("string") for c in names])))
         .withColumn(seq, F.when(
             F.col(q(seq)).isNull() & is_load,
             F.concat(F.lit(FULL_LOAD_LSN), F.lpad(record_number.cast("string"), 15, "0")),
         ).otherwise(F.col(q(seq))))
-        .withColumn("reason", reason_column(spec))
-        .select(F.col(file_column).alias("source_file"), "record_number",
-                F.lit(None).cast("long").alias("line_number"), "reason", "raw_fields",
+        .withColumn(REASON, reason_column(spec))
+        .select(F.col(file_column).alias(FILE), RECORD,
+                F.lit(None).cast("long").alias(LINE), REASON, RAW,
                 *[F.col(q(c)) for c in names])
     )
 
@@ -284,8 +290,8 @@ def account(records) -> tuple[list[str], int, int]:
     recorded: never a silent skip."""
     from pyspark.sql import functions as F
 
-    per_file = {r[0]: (r[1], r[2]) for r in records.groupBy("source_file").agg(
-        F.count(F.lit(1)), F.count("reason")).collect()}
+    per_file = {r[0]: (r[1], r[2]) for r in records.groupBy(FILE).agg(
+        F.count(F.lit(1)), F.count(REASON)).collect()}
     unnamed = per_file.pop(None, (0, 0))[0]
     rows = sum(n for n, _ in per_file.values())
     files = sorted(per_file)
@@ -329,16 +335,18 @@ def run(spark, bronze_df, spec: dict, run_id: str,
         return metrics | {"valid": 0, "inserted": 0, "updated": 0, "deleted": 0,
                           "skipped": 0, "latency": [], "phase_seconds": phases.seconds}
 
-    bad = parsed.where("reason IS NOT NULL")
+    bad = parsed.where(F.col(REASON).isNotNull())
     if metrics["quarantined"]:
         logged = bad.limit(MAX_LOGGED_BAD_ROWS).collect()
         for r in logged:
-            log(f"QUARANTINED {r.source_file} record {r.record_number}: {r.reason}")
+            log(f"QUARANTINED {r[FILE]} record {r[RECORD]}: {r[REASON]}")
         metrics["quarantine_examples"] = [
-            {"file": r.source_file, "record": r.record_number, "reason": r.reason}
+            {"file": r[FILE], "record": r[RECORD], "reason": r[REASON]}
             for r in logged[:MAX_REPORTED_BAD_ROWS]]
         bad.select(
-            "source_file", "record_number", "line_number", "reason", "raw_fields",
+            F.col(FILE).alias("source_file"), F.col(RECORD).alias("record_number"),
+            F.col(LINE).alias("line_number"), F.col(REASON).alias("reason"),
+            F.col(RAW).alias("raw_fields"),
             F.lit(run_id).alias("run_id"), F.current_timestamp().alias("quarantined_at"),
         ).createOrReplaceTempView(f"{view}_bad")
         spark.sql(f"""MERGE INTO {quarantine} q USING {view}_bad b
@@ -348,24 +356,24 @@ def run(spark, bronze_df, spec: dict, run_id: str,
         phases.done("quarantine", f"{metrics['quarantined']} records")
 
     op = role_column(spec, ROLE_OP)
-    cleaned = parsed.where("reason IS NULL").select(
-        F.col(q(op)).alias("_op"), *silver_projection(spec),
+    cleaned = parsed.where(F.col(REASON).isNull()).select(
+        F.col(q(op)).alias(OP), *silver_projection(spec),
         # full-load rows are not CDC changes: no commit-to-silver latency for them
-        F.regexp_extract("source_file", r"(^|/)(LOAD[^/]*)$", 2).alias("_load_file"),
+        F.regexp_extract(FILE, r"(^|/)(LOAD[^/]*)$", 2).alias(LOAD),
     )
     latest = (
-        cleaned.withColumn("_rn", F.row_number().over(
+        cleaned.withColumn(RANK, F.row_number().over(
             Window.partitionBy(*[F.col(q(k)) for k in keys]).orderBy(F.col(q(seq)).desc())))
-        .where("_rn = 1").drop("_rn")
+        .where(F.col(RANK) == 1).drop(RANK)
     )
     latest.createOrReplaceTempView(f"{view}_latest")
     # Classify against the current tables; MERGE re-checks the same conditions.
     first = q(keys[0])
     src = spark.sql(f"""
         SELECT l.*, CASE
-            WHEN t.{first} IS NULL THEN IF(l._op = 'D', 'noop', 'insert')
+            WHEN t.{first} IS NULL THEN IF(l.{OP} = 'D', 'noop', 'insert')
             WHEN l.{q(seq)} <= t.{q(seq)} THEN 'stale'
-            WHEN l._op = 'D' THEN 'delete' ELSE 'update' END AS _action
+            WHEN l.{OP} = 'D' THEN 'delete' ELSE 'update' END AS {ACTION}
         FROM {view}_latest l
         LEFT JOIN {tombstones} d ON {_on(keys, 'l', 'd')}
         LEFT JOIN (SELECT {', '.join(q(k) for k in keys)}, {q(seq)} FROM {silver}) t
@@ -376,11 +384,11 @@ def run(spark, bronze_df, spec: dict, run_id: str,
     # One pass: counts per action, and the commit times of the applied CDC changes.
     commit_time = (f"unix_micros({q(ts)}) / 1e6" if ts else "NULL")
     by_action = spark.sql(f"""
-        SELECT _action, count(*) AS n, collect_list(CASE
-            WHEN _action IN ('insert', 'update', 'delete') AND _load_file = ''
+        SELECT {ACTION} AS action, count(*) AS n, collect_list(CASE
+            WHEN {ACTION} IN ('insert', 'update', 'delete') AND {LOAD} = ''
             THEN {commit_time} END) AS ts
-        FROM {view}_src GROUP BY _action""").collect()
-    counts = {r._action: r.n for r in by_action}
+        FROM {view}_src GROUP BY {ACTION}""").collect()
+    counts = {r.action: r.n for r in by_action}
     applied_ts = [t for r in by_action for t in r.ts]
     phases.done("dedup and classify")
 
@@ -388,11 +396,11 @@ def run(spark, bronze_df, spec: dict, run_id: str,
     updates = ", ".join(f"t.{q(n)} = s.{q(n)}" for n in names if n not in keys)
     spark.sql(f"""
         MERGE INTO {silver} t
-        USING (SELECT * FROM {view}_src WHERE _action IN ('insert', 'update', 'delete')) s
+        USING (SELECT * FROM {view}_src WHERE {ACTION} IN ('insert', 'update', 'delete')) s
         ON {_on(keys, 't', 's')}
-        WHEN MATCHED AND s.{q(seq)} > t.{q(seq)} AND s._op = 'D' THEN DELETE
+        WHEN MATCHED AND s.{q(seq)} > t.{q(seq)} AND s.{OP} = 'D' THEN DELETE
         WHEN MATCHED AND s.{q(seq)} > t.{q(seq)} THEN UPDATE SET {updates}
-        WHEN NOT MATCHED AND s._op <> 'D' THEN INSERT ({', '.join(q(n) for n in names)})
+        WHEN NOT MATCHED AND s.{OP} <> 'D' THEN INSERT ({', '.join(q(n) for n in names)})
             VALUES ({', '.join('s.' + q(n) for n in names)})
     """)
     now = time.time()
@@ -468,7 +476,7 @@ def merge_tombstones(spark, spec: dict, latest_view: str) -> None:
     spark.sql(f"""
         MERGE INTO {spec['tombstone_table']} t
         USING (SELECT {key_list}, {q(seq)} AS change_seq, {deleted_at} AS deleted_at
-               FROM {latest_view} WHERE _op = 'D') s
+               FROM {latest_view} WHERE {OP} = 'D') s
         ON {_on(keys, 't', 's')}
         WHEN MATCHED AND s.change_seq > t.change_seq THEN UPDATE SET
             t.change_seq = s.change_seq, t.deleted_at = s.deleted_at
@@ -514,7 +522,8 @@ def main() -> None:
             database=spec["bronze_database"],
             table_name=spec["bronze_table"],
             transformation_ctx=spec["transformation_ctx"],
-            additional_options={"attachFilename": SOURCE_FILE_COLUMN},
+            # recurse: DMS's date-partitioned CDC files sit in folders below the table's
+            additional_options={"attachFilename": SOURCE_FILE_COLUMN, "recurse": True},
         ).toDF()
         per_table[spec["name"]] = run(spark, bronze, spec, run_id, compact_after)
     metrics = {"job": args["JOB_NAME"], **summarize(run_id, per_table)}

@@ -23,6 +23,9 @@ job = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(job)
 
 SPEC = hosts_spec()
+# the job's internal record columns, by the quarantine table's names for them
+QUARANTINE_NAMES = {job.FILE: "source_file", job.RECORD: "record_number",
+                    job.LINE: "line_number", job.REASON: "reason", job.RAW: "raw_fields"}
 BRONZE_COLUMNS = tuple(c["name"] for c in SPEC["bronze_columns"])
 HEADER = "Op,last_updated_ts,id,url,name,since,location,response_time,response_rate,change_seq\n"
 SEQ = "0" * 34 + "1"
@@ -45,8 +48,8 @@ def read_records(glue, folder: Path) -> list[dict]:
         format="csv", format_options={"withHeader": True, "multiLine": True,
                                       "attachFilename": job.SOURCE_FILE_COLUMN})
     rows = job.bronze_records(frame.toDF(), SPEC).collect()
-    return sorted((r.asDict() for r in rows),
-                  key=lambda r: (r["source_file"], r["record_number"]))
+    return sorted(({QUARANTINE_NAMES.get(k, k): v for k, v in r.asDict().items()}
+                   for r in rows), key=lambda r: (r["source_file"], r["record_number"]))
 
 
 def fields(record: dict) -> dict:
@@ -170,7 +173,7 @@ def test_validation_agrees_with_the_python_oracle(spark, batch) -> None:
                    job.SOURCE_FILE_COLUMN: f"s3://b/{i:05d}.csv"}[c] for c in columns)
             for i, r in enumerate(batch)]
     df = spark.createDataFrame(data, ", ".join(f"`{c}` string" for c in columns))
-    got = {r.source_file: r.reason for r in job.bronze_records(df, SPEC).collect()}
+    got = {r[job.FILE]: r[job.REASON] for r in job.bronze_records(df, SPEC).collect()}
     for i, row in enumerate(batch):
         want, reason = oracle(row), got[f"s3://b/{i:05d}.csv"]
         assert (reason is None) == (want is None), (row, reason, want)

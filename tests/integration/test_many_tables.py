@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,11 +21,11 @@ from cdclab.drain import current_wal_lsn, wait_for_drain
 from cdclab.reconcile import reconcile
 from cdclab.sample_data import seed
 from cdclab.setup import setup_lake
-from cdclab.supervisor import INFRA, PIPELINE, Stack
 from cdclab.tables_sync import published_specs
 from cdclab.workload import run_workload
+from tests.resources.pipeline_stack import pipeline_stack
 from tests.resources.stack import CONTAINERS, backend
-from tests.resources.stack_dirs import temp_state_dir
+from tests.resources.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow,
               pytest.mark.skipif(backend() == CONTAINERS,
@@ -58,32 +57,16 @@ MAPPINGS = {"rules": [
 def many_tables(tmp_path_factory) -> Iterator[dict[str, str]]:
     work = tmp_path_factory.mktemp("many")
     (work / "mappings.json").write_text(json.dumps(MAPPINGS))
-    toml = settings.PIPELINE_FILE.read_text()
-    toml = re.sub(r'(?m)^table_mappings = ""', f'table_mappings = "{work / "mappings.json"}"',
-                  toml)
-    (work / "pipeline.toml").write_text(toml)
-    before = os.environ.get(settings.ENV_PIPELINE_FILE)
-    os.environ[settings.ENV_PIPELINE_FILE] = str(work / "pipeline.toml")
-    try:
-        with temp_state_dir("many") as state:
-            stack = Stack(state)
-            try:
-                stack.up(INFRA)
-                env = stack.env()
-                with psycopg.connect(env[settings.ENV_PG_DSN], autocommit=True) as conn:
-                    conn.execute(SALES_DDL)
-                    seed(conn, 300, seed=SEED)
-                    sales_workload(conn, random.Random(SEED), 150)
-                setup_lake(env)  # the specs of all three tables
-                stack.up(PIPELINE)
-                yield stack.env()
-            finally:
-                stack.down()
-    finally:
-        if before is None:
-            os.environ.pop(settings.ENV_PIPELINE_FILE, None)
-        else:
-            os.environ[settings.ENV_PIPELINE_FILE] = before
+
+    def prepare(env: dict[str, str]) -> None:
+        with psycopg.connect(env[settings.ENV_PG_DSN], autocommit=True) as conn:
+            conn.execute(SALES_DDL)
+            seed(conn, 300, seed=SEED)
+            sales_workload(conn, random.Random(SEED), 150)
+
+    with pipeline_stack(work, {"table_mappings": f'"{work / "mappings.json"}"'},
+                        prepare) as env:
+        yield env
 
 
 def sales_workload(conn: psycopg.Connection, rng: random.Random, transactions: int) -> None:
@@ -160,9 +143,20 @@ def test_a_table_created_while_streaming_is_merged_after_a_sync(
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("UPDATE sales.returns SET reason = 'late' WHERE id <= 5")
         conn.execute("DELETE FROM sales.returns WHERE id > 15")
-    wait_for_drain(env, current_wal_lsn(dsn), timeout=420)
-    result = reconcile(env, "sales.returns")
-    assert result.equal and result.source_rows == 15, result.to_json()
+    # the emitter looks for new tables every 15 s (its full load comes then): wait
+    # until the job has merged what it wrote
+    last: list = []
+
+    def merged() -> bool:
+        wait_for_drain(env, current_wal_lsn(dsn), timeout=420)
+        last[:] = [reconcile(env, "sales.returns")]
+        return last[0].equal
+
+    try:
+        wait_for(merged, 240, "sales.returns in silver", every=5)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {json.dumps(last[0].to_json(), default=str)}") from None
+    assert last[0].source_rows == 15
 
 
 def test_the_pipeline_file_is_the_tests_own(many_tables: dict[str, str]) -> None:

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 from pathlib import Path
 
 import pytest
 
-from cdclab.table_specs import ROLE_CHANGE_SEQ, ROLE_OP, ROLE_TIMESTAMP, SPEC_VERSION
-from tests.resources.specs import hosts_spec
+from cdclab.settings import load_pipeline
+from cdclab.table_specs import (
+    INTERNAL_PREFIX,
+    ROLE_CHANGE_SEQ,
+    ROLE_OP,
+    ROLE_TIMESTAMP,
+    SPEC_VERSION,
+    build_spec,
+)
+from cdclab.tables_sync import layout_of
+from dms_emitter.source_types import PgType, SourceColumn
+from tests.resources.specs import hosts_source, hosts_spec
 
 SCRIPT = Path(__file__).resolve().parents[2] / "jobs" / "bronze_to_silver.py"
 _spec = importlib.util.spec_from_file_location("bronze_to_silver", SCRIPT)
@@ -59,3 +70,18 @@ def test_summary_totals_the_tables_and_pools_latencies() -> None:
     assert m["phase_seconds"] == {"merge into silver": 1.5}
     assert m["quarantine_examples"] == a["quarantine_examples"]
     assert set(m["tables"]) == {"s.a", "s.b"} and "latency" not in m["tables"]["s.a"]
+
+
+def test_the_jobs_own_columns_cannot_collide_with_a_tables() -> None:
+    """A table may have a `reason` or `action` column: the job's own are prefixed, and
+    the spec refuses a table column with that prefix."""
+    assert job.INTERNAL == INTERNAL_PREFIX
+    own = [job.FILE, job.RECORD, job.LINE, job.REASON, job.RAW, job.ORDER, job.OP, job.LOAD,
+           job.RANK, job.ACTION, job.SOURCE_FILE_COLUMN]
+    assert all(c.startswith(INTERNAL_PREFIX) for c in own) and len(set(own)) == len(own)
+    source = hosts_source()
+    clash = [*source.columns, SourceColumn("_cdclab_op", PgType("text"))]
+    bad = dataclasses.replace(source, columns=clash, written_names=[c.name for c in clash])
+    spec = build_spec(bad, layout_of(load_pipeline()))  # catalog names lose the leading _
+    assert not any(c["name"].startswith(INTERNAL_PREFIX) for c in spec["bronze_columns"])
+    assert "cdclab_op" in [c["name"] for c in spec["silver_columns"]]

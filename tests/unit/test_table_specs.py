@@ -142,3 +142,50 @@ def test_glue_names_are_lower_case_identifiers(name: str) -> None:
     assert out and out == out.lower()
     assert all(ch.isascii() and (ch.isalnum() or ch == "_") for ch in out)
     assert glue_name(out) == out  # stable
+
+
+PARQUET = dataclasses.replace(LAYOUT, data_format="parquet")
+
+
+def test_parquet_specs_type_the_catalog_as_dms_writes_the_files() -> None:
+    spec = build_spec(table([("id", PgType("int4")), ("amount", numeric(10, 2)),
+                             ("blob", PgType("bytea")), ("ok", PgType("bool")),
+                             ("at", PgType("timestamptz"))], ["id"], name="pay"), PARQUET)
+    assert spec["bronze_format"] == "parquet"
+    cols = {c["name"]: c for c in spec["bronze_columns"]}
+    assert (cols["id"]["hive_type"], cols["amount"]["hive_type"]) == ("int", "decimal(10,2)")
+    assert (cols["blob"]["hive_type"], cols["blob"]["type"]) == ("binary", "binary")
+    assert (cols["ok"]["hive_type"], cols["ok"]["type"]) == ("string", "boolean")  # CHAR(5)
+    assert cols["at"]["hive_type"] == "timestamp"
+    t = bronze_table_input(spec)
+    sd = t["StorageDescriptor"]
+    assert sd["SerdeInfo"]["SerializationLibrary"].endswith("ParquetHiveSerDe")
+    assert t["Parameters"]["classification"] == "parquet"
+    assert {c["Name"]: c["Type"] for c in sd["Columns"]}["op"] == "string"
+
+
+def test_parquet_refuses_what_spark_cannot_read_or_find_naming_the_column() -> None:
+    with pytest.raises(SpecError, match="'t' is a Parquet TIME"):
+        build_spec(table([("id", PgType("int4")), ("t", PgType("time"))], ["id"]), PARQUET)
+    with pytest.raises(SpecError, match="read by name"):
+        build_spec(table([("Order ID", PgType("int4"))], ["Order ID"]), PARQUET)
+
+
+def test_expected_parquet_values_are_the_files_values_as_silver_holds_them() -> None:
+    from datetime import date, datetime
+    from decimal import Decimal
+
+    from cdclab.reconcile import parquet_typed
+
+    def col(kind: str, silver: str = "string") -> dict:
+        return {"parquet_type": kind, "type": silver}
+
+    assert parquet_typed(col("int32", "int"), "7") == 7
+    assert parquet_typed(col("decimal(10,2)", "decimal(10,2)"), "1.5") == Decimal("1.50")
+    assert parquet_typed(col("decimal(28,6)", "decimal(28,6)"), "NaN") is None  # written NULL
+    assert parquet_typed(col("date32", "date"), "2020-02-29") == date(2020, 2, 29)
+    assert parquet_typed(col("timestamp", "timestamp"), "2024-01-02 03:04:05.123456",
+                         millis=True) == datetime(2024, 1, 2, 3, 4, 5, 123000)
+    assert parquet_typed(col("binary", "binary"), "00ff") == b"\x00\xff"
+    assert parquet_typed(col("string", "boolean"), "true") is True
+    assert parquet_typed(col("string"), "") == "" and parquet_typed(col("string"), None) is None
