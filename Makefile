@@ -4,7 +4,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 CDCLAB := $(VENV)/bin/cdclab
 
-.PHONY: setup demo test test-unit test-integration lint bench down clean lock \
+.PHONY: setup demo test test-unit test-integration lint bench chaos down clean lock \
         docker-setup docker-build docker-demo docker-test docker-down
 
 setup:  ## install what is missing (idempotent; downloads cached in ~/.cache/cdclab)
@@ -29,6 +29,12 @@ lint: setup
 
 bench: setup
 	@for b in bench/bench_*.py; do $(PY) $$b; done
+
+CHAOS_TRIALS ?= 100
+CHAOS_SEED ?=
+CHAOS_ARGS ?=
+chaos: setup  ## kill -9 services under a randomized workload, CHAOS_TRIALS trials; one JSON
+	@CHAOS_TRIALS=$(CHAOS_TRIALS) CHAOS_SEED=$(CHAOS_SEED) $(PY) bench/chaos.py $(CHAOS_ARGS)
 
 down:
 	@$(CDCLAB) down
