@@ -102,3 +102,24 @@ def test_parquet_date_partitioned_bronze_reaches_silver_equal_to_the_source(
     assert cdc and all(k.endswith(".parquet") for k in keys)
     # <folder>/<table>/<yyyy>/<mm>/<dd>/<file>: three more levels than the table's folder
     assert all(k.count("/") == p.bronze_prefix.count("/") + 4 for k in cdc), cdc[:3]
+
+
+def test_a_column_added_at_the_source_flows_through_parquet_after_a_sync(
+        parquet_stack: dict[str, str]) -> None:
+    """Parquet is read by name: after ADD COLUMN and `cdclab tables --sync` (the job adds
+    the column to silver) files of both shapes merge, nothing is quarantined."""
+    from cdclab.setup import setup_lake
+
+    env = parquet_stack
+    dsn = env[settings.ENV_PG_DSN]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("ALTER TABLE public.payments ADD COLUMN extra text")
+    setup_lake(env)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("UPDATE public.payments SET extra = 'x' || id WHERE id % 2 = 0")
+        payments(conn, random.Random(SEED + 2), 20)
+    wait_for_drain(env, current_wal_lsn(dsn), timeout=420)
+    result = reconcile(env, "public.payments")
+    assert result.equal, json.dumps(result.to_json(), default=str)[:3000]
+    spec = {s["name"]: s for s in published_specs(env)}["public.payments"]
+    assert "extra" in [c["name"] for c in spec["silver_columns"]]
