@@ -39,7 +39,13 @@ CREATE TABLE sales."Order Lines" (
   placed_at timestamptz, weight double precision, tags text[], note varchar(40),
   PRIMARY KEY (order_id, line));
 CREATE TABLE sales.customers (id int PRIMARY KEY, name text, since date, credit money);
+CREATE TYPE sales.mood AS ENUM ('sad', 'ok', 'happy');
+CREATE TABLE sales.kinds (
+  id uuid PRIMARY KEY, doc jsonb, addr inet, span interval, ratio real, big numeric,
+  code char(5), mood sales.mood, at timestamp, t time, raw bytea, flags boolean[]);
 """
+KINDS = """INSERT INTO sales.kinds VALUES (gen_random_uuid(), %s, %s, %s, %s, %s, %s, %s, %s,
+  %s, %s, %s)"""
 MAPPINGS = {"rules": [
     {"rule-type": "selection", "rule-id": "1", "rule-name": "demo",
      "object-locator": {"schema-name": "public", "table-name": "hosts_demo"},
@@ -94,6 +100,18 @@ def sales_workload(conn: psycopg.Connection, rng: random.Random, transactions: i
                 else:
                     conn.execute('DELETE FROM sales."Order Lines" WHERE order_id = %s AND '
                                  "line = %s", (order, line))
+                if rng.random() < 0.3:  # DMS's renderings of many more types
+                    conn.execute(KINDS, (
+                        rng.choice(['{"a": [1, "x,y"]}', "{}", None]),
+                        rng.choice(["10.0.0.1", "10.0.0.0/8", None]),
+                        rng.choice(["1 day 02:00:00", "-3 mons", None]),
+                        rng.choice(["NaN", "Infinity", "0.1", None]),
+                        rng.choice(["0.6111111", "12345678901234567.5", "-1", None]),
+                        rng.choice(["ab", "", None]), rng.choice(["sad", "happy", None]),
+                        rng.choice(["infinity", "2024-02-29 12:00:00.5", None]),
+                        rng.choice(["04:05:06.789", None]),
+                        rng.choice([b"\x00\x01", b"", None]),
+                        rng.choice([[True, None], [], None])))
                 cid = rng.randint(1, 30)
                 if rng.random() < 0.7:
                     conn.execute("INSERT INTO sales.customers VALUES (%s, %s, %s, %s) "
@@ -112,7 +130,8 @@ def test_every_selected_table_reaches_its_own_silver_and_equals_the_source(
     env = many_tables
     dsn = env[settings.ENV_PG_DSN]
     specs = {s["name"]: s for s in published_specs(env)}
-    assert set(specs) == {"public.hosts_demo", "sales.Order Lines", "sales.customers"}
+    assert set(specs) == {"public.hosts_demo", "sales.Order Lines", "sales.customers",
+                          "sales.kinds"}
     lines = specs["sales.Order Lines"]
     assert lines["keys"] == ["order_id", "line"]
     assert lines["silver_table"].endswith(".order_lines_silver")
