@@ -117,7 +117,7 @@ def plan_trial(seed: int, duration: tuple[float, float] = (6.0, 12.0),
             fault.at = round(rng.uniform(0.0, 0.5) * length, 2)
             fault.delay = round(rng.uniform(0.0, 0.8), 2) if fault.option == "merging" else 0
         if kind == "emitter@full_load":
-            fault.at, fault.delay = 0.0, round(rng.uniform(0.0, 0.25), 2)
+            fault.at, fault.delay = 0.0, round(rng.uniform(0.0, 0.1), 2)
         faults.append(fault)
     bigs = rng.choices((1, 2), weights=(3, 1))[0]
     return TrialPlan(
