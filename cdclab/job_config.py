@@ -80,6 +80,29 @@ def conf_argument(conf: Mapping[str, str]) -> str:
     return " --conf ".join(f"{k}={v}" for k, v in conf.items())
 
 
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def input_cap_arguments(p: PipelineSettings) -> dict[str, str]:
+    """The job's per-run input cap (Glue's boundedFiles / boundedSize): one of them."""
+    if p.glue_job.bounded_size_bytes:
+        return {"--bounded_size": str(p.glue_job.bounded_size_bytes)}
+    return {"--bounded_files": str(p.glue_job.bounded_files)}
+
+
+def maintenance_arguments(p: PipelineSettings) -> dict[str, str]:
+    """[maintenance] as the job's own arguments (jobs/bronze_to_silver.py reads them)."""
+    m = p.maintenance
+    return {
+        "--maintenance_interval_minutes": _number(m.interval_minutes),
+        "--snapshot_retention_hours": _number(m.snapshot_retention_hours),
+        "--retain_last_snapshots": str(m.retain_last_snapshots),
+        "--orphan_file_age_hours": _number(m.orphan_file_age_hours),
+        "--tombstone_retention_days": _number(m.tombstone_retention_days),
+    }
+
+
 def glue_default_arguments(
     p: PipelineSettings | None = None, *, temp_dir: str | None = None
 ) -> dict[str, str]:
@@ -93,6 +116,8 @@ def glue_default_arguments(
         "--enable-continuous-cloudwatch-log": "true",
         # the job's own parameter (read with getResolvedOptions): the tables it merges
         "--tables_config": p.tables_config,
+        **input_cap_arguments(p),
+        **maintenance_arguments(p),
     }
     if temp_dir:
         args["--TempDir"] = temp_dir

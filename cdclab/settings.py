@@ -210,6 +210,41 @@ class GlueJobSettings:
     job_bookmark_option: str
     max_concurrent_runs: int
     timeout_minutes: int
+    # Glue's bounded execution per table and run (--bounded_files / --bounded_size): the
+    # rest waits for the next run; AWS supports one boundary, so a size replaces the count
+    bounded_files: int = 500
+    bounded_size_bytes: int = 0
+
+    def __post_init__(self) -> None:
+        if self.bounded_files < 0 or self.bounded_size_bytes < 0:
+            raise ValueError("[glue_job] bounded_files / bounded_size_bytes must be >= 0")
+
+
+MIN_ORPHAN_FILE_AGE_HOURS = 24  # a file younger may belong to a write still in progress
+
+
+@dataclass(frozen=True)
+class MaintenanceSettings:
+    """The Glue job's own Iceberg upkeep of its tables ([maintenance], docs/operations.md):
+    at most every interval_minutes, expire snapshots (keep time travel for the retention
+    window and at least retain_last_snapshots), remove orphan files older than
+    orphan_file_age_hours, and prune tombstones older than tombstone_retention_days."""
+
+    interval_minutes: float = 60
+    snapshot_retention_hours: float = 168
+    retain_last_snapshots: int = 10
+    orphan_file_age_hours: float = 72
+    tombstone_retention_days: float = 30  # 0: never prune
+
+    def __post_init__(self) -> None:
+        if self.orphan_file_age_hours < MIN_ORPHAN_FILE_AGE_HOURS:
+            raise ValueError(f"[maintenance] orphan_file_age_hours must be at least "
+                             f"{MIN_ORPHAN_FILE_AGE_HOURS}: a younger file may belong to a "
+                             "write still in progress (Iceberg's remove_orphan_files warning)")
+        if self.retain_last_snapshots < 1 or self.snapshot_retention_hours < 0 \
+                or self.interval_minutes < 0 or self.tombstone_retention_days < 0:
+            raise ValueError("[maintenance] retain_last_snapshots must be >= 1 and the "
+                             "other settings >= 0")
 
 
 @dataclass(frozen=True)
@@ -218,6 +253,7 @@ class PipelineSettings:
     dms: DmsSettings
     lake: LakeSettings
     glue_job: GlueJobSettings
+    maintenance: MaintenanceSettings = field(default_factory=MaintenanceSettings)
     # [tables."schema.table"]: per-table overrides for the generic job (raw TOML tables,
     # parsed by cdclab.table_specs.TableOverrides)
     tables: dict[str, dict] = field(default_factory=dict)
@@ -290,5 +326,6 @@ def _load_pipeline(path: Path) -> PipelineSettings:
         dms=DmsSettings(**raw["dms"]),
         lake=LakeSettings(**raw["lake"]),
         glue_job=GlueJobSettings(**raw["glue_job"]),
+        maintenance=MaintenanceSettings(**raw.get("maintenance", {})),
         tables=raw.get("tables", {}),
     )

@@ -29,6 +29,17 @@ FULL_LOAD_LSN = "0" * 20
 MAX_LOGGED_BAD_ROWS = 200
 MAX_REPORTED_BAD_ROWS = 5  # in the run's metrics (cdclab status / quarantine show them)
 MAX_FILES_BEFORE_COMPACTION = 48  # data + delete files of a table
+# Glue's bounded execution (boundedFiles): at most this many bronze files per table and run;
+# the rest waits for the next run (AWS's example uses 500)
+DEFAULT_BOUNDED_FILES = 500
+# Iceberg upkeep, at most every interval (cdclab/pipeline.toml [maintenance])
+MAINTENANCE_DEFAULTS = {"maintenance_interval_minutes": 60.0, "snapshot_retention_hours": 168.0,
+                        "retain_last_snapshots": 10.0, "orphan_file_age_hours": 72.0,
+                        "tombstone_retention_days": 30.0}
+LAST_MAINTENANCE_PROPERTY = "cdclab.maintenance.last-run-ms"
+# Each commit writes a metadata.json; without these Iceberg keeps every one of them.
+METADATA_CLEANUP = {"write.metadata.delete-after-commit.enabled": "true",
+                    "write.metadata.previous-versions-max": "20"}
 SPEC_VERSION = 1  # cdclab/table_specs.py SPEC_VERSION
 # Glue's attachFilename: each row's source file, the documented way (input_file_name()
 # is empty for grouped, non-FileSplit reads).
@@ -467,6 +478,148 @@ def maintain(spark, table: str, max_files: int = MAX_FILES_BEFORE_COMPACTION) ->
     return True
 
 
+def bounded_options(bounded_files: int, bounded_size: int) -> dict[str, str]:
+    """Glue's bounded-execution options for from_catalog ("need to be string"); one of them,
+    as AWS supports a single boundary (a size replaces the file count); none when 0."""
+    if bounded_size > 0:
+        return {"boundedSize": str(bounded_size)}
+    return {"boundedFiles": str(bounded_files)} if bounded_files > 0 else {}
+
+
+def input_files(bronze_df) -> list[str]:
+    """The files behind Glue's frame, when Spark can tell (empty files included)."""
+    try:
+        return list(bronze_df.inputFiles())
+    except Exception:  # a frame Spark cannot trace to files (e.g. built from an RDD)
+        return []
+
+
+def file_bytes(spark, paths: list[str]) -> int | None:
+    """The files' total size through Hadoop's FileSystem (the job's own S3 access); None
+    when a size cannot be had."""
+    try:
+        jvm, conf = spark._jvm, spark._jsc.hadoopConfiguration()
+        total = 0
+        for p in paths:
+            path = jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(p))
+            total += path.getFileSystem(conf).getFileStatus(path).getLen()
+        return total
+    except Exception:
+        return None
+
+
+def input_left(spark, bronze_df, metrics: dict, bounded_files: int, bounded_size: int) -> bool:
+    """Did this table's read stop at the cap, so input may be waiting ("backlog")? Glue
+    does not say; a run that read as many files (or bytes) as the cap reports it, and a
+    follow-up run finds the rest, or nothing."""
+    if bounded_size <= 0 and bounded_files <= 0:
+        return False
+    files = input_files(bronze_df)
+    read = max(len(files), int(metrics.get("files", 0)))
+    if bounded_size > 0:
+        if not read:
+            return False
+        size = file_bytes(spark, files) if len(files) >= read else None
+        return size is None or size >= bounded_size  # unknown size: look again
+    return read >= bounded_files
+
+
+def _utc(epoch_s: float) -> str:
+    """A TIMESTAMP literal in UTC (run() sets the session time zone to UTC)."""
+    import datetime
+
+    t = datetime.datetime.fromtimestamp(epoch_s, datetime.UTC)
+    return "TIMESTAMP '" + t.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "'"
+
+
+def table_properties(spark, table: str) -> dict[str, str]:
+    return {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
+
+
+def maintenance_due(properties: dict[str, str], now_ms: int, interval_minutes: float) -> bool:
+    """Due when never run, when the interval has passed, or when the clock went back."""
+    try:
+        last = int(properties.get(LAST_MAINTENANCE_PROPERTY, ""))
+    except ValueError:
+        return True
+    return not 0 <= now_ms - last < interval_minutes * 60_000
+
+
+def expire_snapshots(spark, table: str, older_than_s: float, retain_last: int) -> int:
+    """CALL expire_snapshots: snapshots older than the window go, the newest retain_last
+    stay whatever their age; returns the files deleted (data, deletes, manifests, lists)."""
+    catalog, name = table.split(".", 1)
+    row = spark.sql(f"""CALL {catalog}.system.expire_snapshots(table => '{name}',
+        older_than => {_utc(older_than_s)}, retain_last => {int(retain_last)},
+        stream_results => true)""").first()
+    return sum(int(v or 0) for v in row.asDict().values()) if row else 0
+
+
+def remove_orphan_files(spark, table: str, older_than_s: float) -> int:
+    """CALL remove_orphan_files: files under the table's location that no metadata
+    references and that are older than the safe age (never a write still in progress)."""
+    catalog, name = table.split(".", 1)
+    return len(spark.sql(f"""CALL {catalog}.system.remove_orphan_files(table => '{name}',
+        older_than => {_utc(older_than_s)})""").collect())
+
+
+def prune_tombstones(spark, table: str, older_than_s: float) -> int:
+    """Drop the tombstones of deletes committed before the horizon (docs/operations.md:
+    only in a run that left no input for later)."""
+    cond = f"deleted_at < {_utc(older_than_s)}"
+    n = spark.sql(f"SELECT count(*) AS n FROM {table} WHERE {cond}").first().n
+    if n:
+        spark.sql(f"DELETE FROM {table} WHERE {cond}")
+    return int(n)
+
+
+def upkeep(spark, spec: dict, plan: dict, backlog: bool, now: float | None = None) -> dict | None:
+    """The table's scheduled Iceberg upkeep, when due (LAST_MAINTENANCE_PROPERTY on its
+    silver table): tombstone pruning (not while input waits), snapshot expiry and orphan
+    file removal on its silver, tombstone and quarantine tables. Returns what it did."""
+    now = time.time() if now is None else now
+    silver = spec["silver_table"]
+    props = table_properties(spark, silver)
+    if not maintenance_due(props, int(now * 1000), plan["maintenance_interval_minutes"]):
+        return None
+    started = time.monotonic()
+    done: dict = {"tombstones_pruned": 0, "snapshot_files_deleted": 0,
+                  "orphan_files_removed": 0, "errors": []}
+
+    def step(what: str, fn, *args) -> int:
+        """One upkeep step; a failure is reported (metrics, log), never fails the run:
+        the merge is done, and the next interval tries again."""
+        try:
+            return fn(*args)
+        except Exception as e:
+            done["errors"].append(f"{what}: {type(e).__name__}: {str(e)[:300]}")
+            log(f"maintenance of {what} failed: {e}")
+            return 0
+
+    horizon_days = plan["tombstone_retention_days"]
+    if horizon_days > 0 and not backlog:
+        done["tombstones_pruned"] = step(f"prune {spec['tombstone_table']}", prune_tombstones,
+                                         spark, spec["tombstone_table"],
+                                         now - horizon_days * 86400)
+    for table in (silver, spec["tombstone_table"], spec["quarantine_table"]):
+        have = props if table == silver else table_properties(spark, table)
+        missing = {k: v for k, v in METADATA_CLEANUP.items() if have.get(k) != v}
+        if missing:
+            spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ("
+                      + ", ".join(f"'{k}'='{v}'" for k, v in missing.items()) + ")")
+        done["snapshot_files_deleted"] += step(
+            f"expire_snapshots {table}", expire_snapshots, spark, table,
+            now - plan["snapshot_retention_hours"] * 3600, int(plan["retain_last_snapshots"]))
+        done["orphan_files_removed"] += step(
+            f"remove_orphan_files {table}", remove_orphan_files, spark, table,
+            now - plan["orphan_file_age_hours"] * 3600)
+    spark.sql(f"ALTER TABLE {silver} SET TBLPROPERTIES "
+              f"('{LAST_MAINTENANCE_PROPERTY}'='{int(now * 1000)}')")
+    done["seconds"] = round(time.monotonic() - started, 3)
+    log(f"{silver}: maintenance {done}")
+    return done
+
+
 def merge_tombstones(spark, spec: dict, latest_view: str) -> None:
     """Upsert the batch's deletes (max seq per key) so no older change resurrects a row."""
     keys, seq = spec["keys"], role_column(spec, ROLE_CHANGE_SEQ)
@@ -503,6 +656,9 @@ def main() -> None:
     args = getResolvedOptions(sys.argv, ["JOB_NAME", "tables_config"])
     run_id = args.get("JOB_RUN_ID") or f"manual-{uuid.uuid4()}"
     compact_after = int(optional_arg("compact_after_files") or MAX_FILES_BEFORE_COMPACTION)
+    bounded_files = int(optional_arg("bounded_files") or DEFAULT_BOUNDED_FILES)
+    bounded_size = int(optional_arg("bounded_size") or 0)  # > 0: replaces the file count
+    plan = {k: float(optional_arg(k) or v) for k, v in MAINTENANCE_DEFAULTS.items()}
     only = optional_arg("tables")  # a comma-separated subset, by source name
     sc = SparkContext.getOrCreate()
     glueContext = GlueContext(sc)
@@ -523,10 +679,16 @@ def main() -> None:
             table_name=spec["bronze_table"],
             transformation_ctx=spec["transformation_ctx"],
             # recurse: DMS's date-partitioned CDC files sit in folders below the table's
-            additional_options={"attachFilename": SOURCE_FILE_COLUMN, "recurse": True},
+            additional_options={"attachFilename": SOURCE_FILE_COLUMN, "recurse": True,
+                                **bounded_options(bounded_files, bounded_size)},
         ).toDF()
-        per_table[spec["name"]] = run(spark, bronze, spec, run_id, compact_after)
-    metrics = {"job": args["JOB_NAME"], **summarize(run_id, per_table)}
+        table_metrics = run(spark, bronze, spec, run_id, compact_after)
+        table_metrics["backlog"] = input_left(spark, bronze, table_metrics, bounded_files,
+                                              bounded_size)
+        table_metrics["maintenance"] = upkeep(spark, spec, plan, table_metrics["backlog"])
+        per_table[spec["name"]] = table_metrics
+    metrics = {"job": args["JOB_NAME"], **summarize(run_id, per_table),
+               "backlog": any(m["backlog"] for m in per_table.values())}
     print("CDCLAB_METRICS " + json.dumps(metrics, sort_keys=True), flush=True)
     job.commit()
 
