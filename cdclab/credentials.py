@@ -15,13 +15,13 @@ from collections.abc import MutableMapping
 from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from cdclab import settings
+from cdclab import minio_users, settings
 from cdclab.redact import mask_password
 
 PG_USER = "CDCLAB_PG_USER"
 PG_PASSWORD = "CDCLAB_PG_PASSWORD"
 JUPYTER_TOKEN = "JUPYTER_TOKEN"  # read by Jupyter Server itself
-SECRET_KEYS = (settings.ENV_SECRET_KEY, PG_PASSWORD, JUPYTER_TOKEN)
+SECRET_KEYS = (settings.ENV_SECRET_KEY, PG_PASSWORD, JUPYTER_TOKEN, minio_users.ENV_MINIO_USERS)
 
 
 def generate() -> dict[str, str]:
@@ -31,7 +31,22 @@ def generate() -> dict[str, str]:
         PG_USER: "cdclab",
         PG_PASSWORD: secrets.token_urlsafe(24),
         settings.ENV_REGION: settings.DEFAULT_REGION,
+        # one MinIO user per service (cdclab.minio_users); the pair above is MinIO's root
+        minio_users.ENV_MINIO_USERS: minio_users.generate(),
     }
+
+
+def _with_new_keys(path: Path, creds: dict[str, str]) -> dict[str, str]:
+    """Credentials of an install made before a key existed (the per-service MinIO users)
+    get it added, in place: the file stays 0600, the earlier keys stay as they were."""
+    if minio_users.ENV_MINIO_USERS in creds:
+        return creds
+    creds = {**creds, minio_users.ENV_MINIO_USERS: minio_users.generate()}
+    tmp = path.with_name(path.name + ".new")
+    tmp.unlink(missing_ok=True)
+    write_new(tmp, creds)
+    os.replace(tmp, path)
+    return creds
 
 
 def write_new(path: Path, creds: dict[str, str]) -> None:
@@ -46,7 +61,7 @@ def write_new(path: Path, creds: dict[str, str]) -> None:
 def load_or_create(state_dir: Path) -> dict[str, str]:
     path = state_dir / "credentials.json"
     if path.exists():
-        return json.loads(path.read_text())
+        return _with_new_keys(path, json.loads(path.read_text()))
     state_dir.mkdir(parents=True, exist_ok=True)
     creds = generate()
     write_new(path, creds)
@@ -56,7 +71,7 @@ def load_or_create(state_dir: Path) -> dict[str, str]:
 def ensure_file(path: Path) -> bool:
     """The containers' credentials: generated once (with a Jupyter token); True if new."""
     if path.exists():
-        json.loads(path.read_text())  # a damaged file fails here, loudly
+        _with_new_keys(path, json.loads(path.read_text()))  # a damaged file fails loudly
         return False
     write_new(path, {**generate(), JUPYTER_TOKEN: secrets.token_urlsafe(24)})
     return True

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 LOOPBACK = "127.0.0.1"
+ENV_MINIO_USERS = "CDCLAB_MINIO_USERS"  # cdclab.minio_users (imports no service)
 ENV_BIND_HOST = "CDCLAB_BIND_HOST"  # containers set 0.0.0.0 and publish on the host's loopback
 
 
@@ -176,6 +177,8 @@ def start_process(
     """Start a service's process with its log file; returns the Popen."""
     spec = service.process(ctx)
     env = {**os.environ, **ctx.env, **spec.env}
+    # every service's MinIO keys: for the MinIO service's set-up, in no process's env
+    env.pop(ENV_MINIO_USERS, None)
     log = ctx.log_path(service.name)
     with open(log, "ab") as out:
         kwargs: dict = {}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cdclab import settings
+from cdclab import minio_users, settings
 from cdclab.services.base import ProcessSpec, Service, StackContext, pid_alive, python_module
 from dms_emitter.emitter import HEALTHY_PHASES, read_state
 
@@ -18,7 +18,8 @@ class EmitterService(Service):
 
     def process(self, ctx: StackContext) -> ProcessSpec:
         return ProcessSpec(argv=python_module("dms_emitter"), cwd=settings.REPO_ROOT,
-                           env={settings.ENV_STATE_DIR: str(ctx.state_dir)})
+                           env={settings.ENV_STATE_DIR: str(ctx.state_dir),
+                                **minio_users.service_keys(ctx.env, self.name)})
 
     def healthy(self, ctx: StackContext) -> bool:
         """Streaming: the full load is in the bucket and CDC is running (or, for a

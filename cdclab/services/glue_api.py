@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import urllib.request
 
-from cdclab import settings
+from cdclab import minio_users, settings
 from cdclab.job_config import glue_default_arguments
 from cdclab.services.base import LOOPBACK, ProcessSpec, Service, StackContext, python_module
 from glue_local.server import ENV_GLUE_PORT
@@ -53,6 +53,8 @@ class GlueApiService(Service):
         return ProcessSpec(argv=argv, env={
             ENV_GLUE_PORT: port,
             settings.ENV_STATE_DIR: str(ctx.state_dir),
+            # its jobs' S3 keys (read bronze and scripts, write silver)
+            **minio_users.service_keys(ctx.env, self.name),
         })
 
     def healthy(self, ctx: StackContext) -> bool:

@@ -14,7 +14,7 @@ import subprocess
 import urllib.request
 from pathlib import Path
 
-from cdclab import settings
+from cdclab import minio_users, settings
 from cdclab.services.base import (
     LOOPBACK,
     ProcessSpec,
@@ -95,12 +95,13 @@ class IcebergRestService(Service):
     def process(self, ctx: StackContext) -> ProcessSpec:
         db = ctx.service_dir("iceberg-rest") / "catalog.db"
         classes = compiled_launcher()
+        keys = {**ctx.env, **minio_users.service_keys(ctx.env, self.name)}
         env = catalog_environment(
             jdbc_uri=f"jdbc:sqlite:file:{db}",
             warehouse=settings.load_pipeline().warehouse,
             s3_endpoint=ctx.env[settings.ENV_S3_ENDPOINT],
-            access_key=ctx.env[settings.ENV_ACCESS_KEY],
-            secret_key=ctx.env[settings.ENV_SECRET_KEY],
+            access_key=keys[settings.ENV_ACCESS_KEY],
+            secret_key=keys[settings.ENV_SECRET_KEY],
             region=ctx.env.get(settings.ENV_REGION, settings.DEFAULT_REGION),
             host=bind_host(),
             port=ctx.ports["iceberg_rest"],

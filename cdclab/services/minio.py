@@ -7,7 +7,7 @@ import urllib.request
 import boto3
 from botocore.config import Config
 
-from cdclab import settings
+from cdclab import minio_users, settings
 from cdclab.services.base import (
     LOOPBACK,
     ProcessSpec,
@@ -78,6 +78,8 @@ class MinioService(Service):
         for bucket in (lake.bronze_bucket, lake.silver_bucket, lake.scripts_bucket):
             if bucket not in existing:
                 s3.create_bucket(Bucket=bucket)
+        # one user per service, with a policy scoped to its buckets and prefixes
+        minio_users.ensure_users(ctx.env)
 
     def address(self, ctx: StackContext) -> str:
         return (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 
-from cdclab import settings
+from cdclab import minio_users, settings
 from cdclab.services.base import ProcessSpec, Service, StackContext, python_module
 
 ENV_FULL_SCAN = "CDCLAB_WATCH_FULL_SCAN_SECONDS"  # the watcher's full listing period
@@ -35,6 +35,7 @@ class WatcherService(Service):
         env = {
             settings.ENV_STATE_DIR: str(ctx.state_dir),
             "GLUE_JOB_NAME": settings.load_pipeline().glue_job.name,
+            **minio_users.service_keys(ctx.env, self.name),
         }
         if self.interval is not None:
             env[settings.ENV_WATCH_INTERVAL] = str(self.interval)

@@ -1,0 +1,134 @@
+"""Per-service MinIO users: the policy documents, the keys' format, who gets which keys."""
+
+from __future__ import annotations
+
+import json
+import stat
+import sys
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cdclab import credentials, minio_users, settings
+from cdclab.services.base import ProcessSpec, Service, StackContext, start_process
+from cdclab.services.emitter import EmitterService
+from cdclab.services.glue_api import GlueApiService
+from cdclab.services.watcher import WatcherService
+
+P = settings.load_pipeline()
+STACK_BUCKETS = {P.lake.bronze_bucket, P.lake.silver_bucket, P.lake.scripts_bucket}
+
+
+def _statements(service: str) -> list[dict]:
+    return minio_users.policy(service, P)["Statement"]
+
+
+def _grants(service: str) -> set[tuple[str, str]]:
+    return {(a, r) for s in _statements(service) for a in s["Action"] for r in s["Resource"]}
+
+
+def test_no_policy_grants_a_wildcard_action_or_another_bucket() -> None:
+    for service in minio_users.SERVICES:
+        for action, resource in _grants(service):
+            assert "*" not in action and action.startswith("s3:")
+            assert resource.startswith("arn:aws:s3:::")
+            bucket = resource.removeprefix("arn:aws:s3:::").split("/", 1)[0]
+            assert bucket in STACK_BUCKETS, (service, resource)
+
+
+def test_the_emitter_writes_only_under_its_dms_folder() -> None:
+    folder = P.dms.bucket_folder.strip("/")
+    for action, resource in _grants("emitter"):
+        if action != "s3:ListBucket":
+            assert resource == f"arn:aws:s3:::{P.lake.bronze_bucket}/{folder}/*"
+    listing = next(s for s in _statements("emitter") if s["Action"] == ["s3:ListBucket"])
+    assert listing["Condition"]["StringLike"]["s3:prefix"] == [folder, f"{folder}/*"]
+
+
+def test_the_watcher_writes_only_the_quarantine() -> None:
+    writes = {r for a, r in _grants("watcher") if a == "s3:PutObject"}
+    assert writes == {f"arn:aws:s3:::{P.lake.bronze_bucket}/{P.lake.quarantine_prefix}/*"}
+
+
+def test_only_glue_and_the_catalog_write_silver() -> None:
+    silver = f"arn:aws:s3:::{P.lake.silver_bucket}/"
+    writers = {svc for svc in minio_users.SERVICES for a, r in _grants(svc)
+               if a == "s3:PutObject" and r.startswith(silver)}
+    assert writers == {"glue", "iceberg-rest"}
+    assert {r for a, r in _grants("iceberg-rest") if a == "s3:PutObject"} == {
+        f"{silver}{P.lake.warehouse_prefix}/*"}
+
+
+def test_only_the_emitter_writes_the_dms_folder() -> None:
+    bronze = f"arn:aws:s3:::{P.lake.bronze_bucket}/{P.dms.bucket_folder.strip('/')}/"
+    writers = {svc for svc in minio_users.SERVICES for a, r in _grants(svc)
+               if a == "s3:PutObject" and r.startswith(bronze)}
+    assert writers == {"emitter"}
+
+
+key_text = st.text("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_",
+                   min_size=1, max_size=40)
+
+
+@given(st.dictionaries(key_text, st.tuples(key_text, key_text), max_size=6))
+def test_users_round_trip_through_their_env_value(users) -> None:
+    value = minio_users.format_users(users)
+    assert minio_users.parse_users(value) == users
+    assert not set(value) & set(" =\"'\n$")  # safe in cdclab.env and docker env files
+
+
+def test_generated_users_are_distinct_per_service_and_install() -> None:
+    a, b = (minio_users.parse_users(minio_users.generate()) for _ in range(2))
+    assert set(a) == set(minio_users.SERVICES)
+    assert len({k for pair in a.values() for k in pair}) == 2 * len(a)
+    assert not {k for pair in a.values() for k in pair} & {k for pair in b.values() for k in pair}
+
+
+def test_each_service_process_gets_its_own_keys() -> None:
+    env = credentials.generate()
+    users = minio_users.parse_users(env[minio_users.ENV_MINIO_USERS])
+    ctx = StackContext(state_dir=Path("/nonexistent"), ports={"glue": 1}, env=env)
+    for service in (EmitterService(), WatcherService(), GlueApiService(warm=False)):
+        spec = service.process(ctx)
+        assert (spec.env[settings.ENV_ACCESS_KEY], spec.env[settings.ENV_SECRET_KEY]) \
+            == users[service.name]
+
+
+def test_without_users_a_service_keeps_the_given_keys() -> None:
+    assert minio_users.service_keys({settings.ENV_ACCESS_KEY: "k"}, "emitter") == {}
+
+
+class _PrintEnv(Service):
+    name = "printenv"
+
+    def process(self, ctx: StackContext) -> ProcessSpec:
+        code = "import json, os; print(json.dumps(dict(os.environ)))"
+        return ProcessSpec(argv=[sys.executable, "-c", code],
+                           env=minio_users.service_keys(ctx.env, "emitter"))
+
+    def healthy(self, ctx: StackContext) -> bool:
+        return True
+
+
+def test_no_process_sees_the_user_list_or_the_root_secret(tmp_path) -> None:
+    env = credentials.generate()
+    ctx = StackContext(state_dir=tmp_path, env=dict(env))
+    start_process(_PrintEnv(), ctx).wait(30)
+    seen = json.loads(ctx.log_path("printenv").read_text())
+    assert minio_users.ENV_MINIO_USERS not in seen
+    assert seen[settings.ENV_SECRET_KEY] != env[settings.ENV_SECRET_KEY]
+    assert env[settings.ENV_SECRET_KEY] not in json.dumps(seen)
+
+
+def test_an_older_credentials_file_gets_the_users_added_0600(tmp_path) -> None:
+    path = tmp_path / "credentials.json"
+    old = {k: v for k, v in credentials.generate().items()
+           if k != minio_users.ENV_MINIO_USERS}
+    credentials.write_new(path, old)
+    assert credentials.ensure_file(path) is False  # the containers' one-shot
+    loaded = json.loads(path.read_text())
+    assert {k: loaded[k] for k in old} == old and minio_users.ENV_MINIO_USERS in loaded
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert credentials.load_or_create(tmp_path) == loaded  # embedded: kept from now on
+    assert credentials.mask(loaded)[minio_users.ENV_MINIO_USERS] == "***"
