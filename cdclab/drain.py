@@ -3,7 +3,8 @@
 1. The emitter has confirmed the replication slot up to a target LSN. The slot advances
    only after the file holding those changes is in S3, so every change is in bronze.
 2. A Glue run that started after the newest bronze object landed has SUCCEEDED and none
-   is running: that run listed every file (bookmarks skip only processed files).
+   is running: that run listed every file (bookmarks skip only processed files), and the
+   newest such run left no input for later (its metrics' "backlog", bounded execution).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ class JobRun:
     state: str
     started_on: datetime
     completed_on: datetime | None
+    backlog: bool = False  # the run read its cap of files: input may be waiting
 
 
 ACTIVE_STATES = ("STARTING", "RUNNING", "STOPPING", "WAITING")
@@ -33,7 +35,8 @@ def bronze_processed(newest_object: datetime | None, runs: list[JobRun]) -> bool
         return False
     if newest_object is None:
         return True
-    return any(r.state == "SUCCEEDED" and r.started_on >= newest_object for r in runs)
+    after = [r for r in runs if r.state == "SUCCEEDED" and r.started_on >= newest_object]
+    return bool(after) and not max(after, key=lambda r: r.started_on).backlog
 
 
 def lsn_to_int(lsn: str) -> int:
@@ -85,6 +88,17 @@ def job_runs(env: Mapping[str, str]) -> list[JobRun]:
     for page in glue.get_paginator("get_job_runs").paginate(JobName=name):
         for r in page["JobRuns"]:
             runs.append(JobRun(r["Id"], r["JobRunState"], r["StartedOn"], r.get("CompletedOn")))
+    done = [r for r in runs if r.state == "SUCCEEDED"]
+    endpoint = env.get(settings.ENV_GLUE_ENDPOINT)
+    if done and endpoint:  # the local API's Metrics (boto3 drops them): the newest run's
+        from dataclasses import replace
+
+        from cdclab.services.glue_api import job_run_metrics
+
+        newest = max(done, key=lambda r: r.started_on)
+        metrics = job_run_metrics(endpoint, name, newest.run_id) or {}
+        runs = [replace(r, backlog=bool(metrics.get("backlog"))) if r is newest else r
+                for r in runs]
     return runs
 
 

@@ -49,6 +49,21 @@ class TriggeredJobs:
         return [self.pipeline_job, *(n for n in self.tagged if n != self.pipeline_job)]
 
 
+def raw_job_run(job_name: str, run_id: str) -> dict:
+    """GetJobRun as the local Glue API answers it, with its non-standard fields (Metrics,
+    which boto3 drops); {} when it cannot be had (then the run left no backlog)."""
+    from cdclab.services.glue_api import glue_call
+
+    endpoint = os.environ.get(settings.ENV_GLUE_ENDPOINT)
+    if not endpoint:
+        return {}
+    try:
+        return glue_call(endpoint, "GetJobRun", {"JobName": job_name, "RunId": run_id})[
+            "JobRun"]
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m lambda_shim", description=__doc__)
     ap.add_argument("--interval", type=float,
@@ -77,6 +92,14 @@ def main(argv: list[str] | None = None) -> None:
         except Exception:
             return None  # API unreachable: ask again on the next poll
 
+    def run_backlog(run_id: str) -> bool:
+        """The run's "backlog" metric (the local GetJobRun's Metrics, which boto3 drops)."""
+        return bool((raw_job_run(os.environ["GLUE_JOB_NAME"], run_id).get("Metrics")
+                     or {}).get("backlog"))
+
+    def start_run() -> str:
+        return glue.start_job_run(JobName=os.environ["GLUE_JOB_NAME"])["JobRunId"]
+
     triggered = TriggeredJobs(glue, p.glue_job.name)
 
     def handler(event, context):
@@ -88,6 +111,7 @@ def main(argv: list[str] | None = None) -> None:
         s3, p.lake.bronze_bucket, p.watched_prefix + "/", state_path(settings.state_dir()),
         handler, region=region, interval=args.interval,
         full_scan_seconds=args.full_scan_seconds, run_state=run_state,
+        run_backlog=run_backlog, start_run=start_run,
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

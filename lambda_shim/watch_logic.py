@@ -6,6 +6,10 @@ includes it was accepted (a Glue run was started after the object landed). One a
 run covers every pending object, because they all landed before it started. The objects
 then stay in flight under that run until it ends: if it fails (or is stopped, or times
 out), its objects are pending again, so a later run picks them up without a new upload.
+
+Backpressure: a run takes at most the job's cap of files (Glue's bounded execution). A
+run that ends saying input was left ("backlog" in its metrics) sets `backlog`, and the
+watcher starts another run at once, with no new upload, until a run leaves nothing.
 """
 
 from __future__ import annotations
@@ -72,6 +76,8 @@ class WatchState:
     last_full_scan_at: float | None = None
     last_error: str | None = None
     recent_runs: list[dict] = field(default_factory=list)
+    # a run we started left input for later (bounded execution): start another
+    backlog: bool = False
 
 
 def full_scan_due(state: WatchState, now: float, period: float = FULL_SCAN_SECONDS) -> bool:
@@ -108,7 +114,12 @@ def observe(state: WatchState, listed: Iterable[S3Object], now: float,
 
 
 def due(state: WatchState, now: float) -> bool:
-    return bool(state.pending) and now >= state.next_attempt_at
+    return (bool(state.pending) or state.backlog) and now >= state.next_attempt_at
+
+
+def backlog_only(state: WatchState) -> bool:
+    """Nothing new to announce, but input waits: start a run directly (no event)."""
+    return state.backlog and not state.pending
 
 
 def batch(state: WatchState, limit: int = MAX_RECORDS_PER_EVENT) -> list[S3Object]:
@@ -122,6 +133,7 @@ def record_accepted(state: WatchState, now: float, run_id: str | None,
     if run_id:
         state.in_flight[run_id] = list(state.pending.values())
     state.pending.clear()
+    state.backlog = False  # the new run lists everything: it reports backlog again if need be
     state.attempts = 0
     state.next_attempt_at = 0.0
     state.last_error = None
@@ -137,21 +149,29 @@ def record_rejected(state: WatchState, now: float, error: str) -> float:
     return state.next_attempt_at
 
 
-def record_run_ended(state: WatchState, run_id: str, run_state: str, now: float) -> list[S3Object]:
-    """A run we started has ended. On failure its objects are pending again (backing
-    off like a rejected invocation, so a broken job is not hammered); returns them."""
-    objs = state.in_flight.pop(run_id, [])
-    if run_state == RUN_SUCCEEDED or not objs:
+def record_run_ended(state: WatchState, run_id: str, run_state: str, now: float,
+                     backlog: bool = False) -> list[S3Object]:
+    """A run we started has ended. Succeeded with `backlog` (it left input for later):
+    another run is due at once. On failure its objects are pending again (backing off
+    like a rejected invocation, so a broken job is not hammered); returns them. A failed
+    run that only worked off a backlog leaves the backlog due, with the same back-off."""
+    if run_id not in state.in_flight:
+        return []
+    objs = state.in_flight.pop(run_id)
+    if run_state == RUN_SUCCEEDED:
+        state.backlog = state.backlog or backlog
         return []
     for o in objs:
         state.pending.setdefault(o.key, o)
+    if not objs:
+        state.backlog = True
     record_rejected(state, now, f"run {run_id} ended {run_state}")
     return objs
 
 
 def next_wakeup(state: WatchState, now: float, interval: float) -> float:
     """Seconds to sleep: the poll interval, or sooner when a retry is due."""
-    if state.pending:
+    if state.pending or state.backlog:
         return max(0.0, min(interval, state.next_attempt_at - now))
     return interval
 
@@ -178,6 +198,7 @@ def to_dict(state: WatchState) -> dict:
         "last_full_scan_at": state.last_full_scan_at,
         "last_error": state.last_error,
         "recent_runs": state.recent_runs,
+        "backlog": state.backlog,
     }
 
 
@@ -195,4 +216,5 @@ def from_dict(d: dict) -> WatchState:
         last_full_scan_at=None,
         last_error=d.get("last_error"),
         recent_runs=list(d.get("recent_runs", [])),
+        backlog=bool(d.get("backlog", False)),
     )

@@ -33,6 +33,10 @@ LAMBDA_TIMEOUT_MS = 60_000
 Handler = Callable[[dict, object], object]
 # run id -> its JobRunState; None when it cannot be known right now (API down)
 RunStateLookup = Callable[[str], str | None]
+# run id of a SUCCEEDED run -> did it leave input for later ("backlog" in its metrics)?
+BacklogLookup = Callable[[str], bool]
+# start one more run of the pipeline's job (no new object): its run id
+StartRun = Callable[[], str | None]
 
 
 @dataclass
@@ -93,9 +97,12 @@ class Watcher:
     def __init__(self, s3, bucket: str, prefix: str, state_file: Path, handler: Handler, *,
                  region: str, interval: float = 1.0,
                  full_scan_seconds: float = logic.FULL_SCAN_SECONDS,
-                 run_state: RunStateLookup | None = None) -> None:
+                 run_state: RunStateLookup | None = None,
+                 run_backlog: BacklogLookup | None = None,
+                 start_run: StartRun | None = None) -> None:
         self.s3, self.bucket, self.prefix = s3, bucket, prefix
         self.run_state = run_state
+        self.run_backlog, self.start_run = run_backlog, start_run
         self.state_file, self.handler, self.region = state_file, handler, region
         self.interval, self.full_scan_seconds = interval, full_scan_seconds
         self.state = load_state(state_file)
@@ -126,13 +133,20 @@ class Watcher:
             state = self.run_state(run_id)
             if state is None or state not in (logic.RUN_SUCCEEDED, *logic.RUN_FAILED_STATES):
                 continue  # still running, or unknown for now
-            again = logic.record_run_ended(self.state, run_id, state, time.time())
+            backlog = (state == logic.RUN_SUCCEEDED and self.run_backlog is not None
+                       and self.run_backlog(run_id))
+            if backlog:
+                log.info("run %s left input for later (backlog): starting another", run_id)
+            again = logic.record_run_ended(self.state, run_id, state, time.time(), backlog)
             if again:
                 log.warning("run %s ended %s: %d object(s) pending again for a later run",
                             run_id, state, len(again))
             save_state(self.state_file, self.state)
 
     def _invoke(self) -> None:
+        if logic.backlog_only(self.state):
+            self._start_for_backlog()
+            return
         objs = logic.batch(self.state)
         event = s3_event(objs, region=self.region)
         keys = [o.key for o in objs]
@@ -146,6 +160,22 @@ class Watcher:
             run_id = result.get("JobRunId") if isinstance(result, dict) else None
             log.info("handler accepted %d object(s): run %s", len(self.state.pending), run_id)
             logic.record_accepted(self.state, time.time(), run_id, keys)
+        save_state(self.state_file, self.state)
+
+    def _start_for_backlog(self) -> None:
+        """Input was left by a capped run: start the job again (busy: back off, retry)."""
+        if self.start_run is None:
+            self.state.backlog = False  # nothing to start it with
+        else:
+            try:
+                run_id = self.start_run()
+            except Exception as e:
+                at = logic.record_rejected(self.state, time.time(), f"{type(e).__name__}: {e}")
+                log.info("starting a run for the backlog failed, retry in %.1fs: %s",
+                         at - time.time(), e)
+            else:
+                log.info("started run %s for the backlog", run_id)
+                logic.record_accepted(self.state, time.time(), run_id, [])
         save_state(self.state_file, self.state)
 
     def run(self, stop: threading.Event) -> None:
