@@ -145,6 +145,9 @@ def test_deploy_creates_every_resource_with_its_settings(aws):
         "UseTaskStartTimeForFullLoadTimestamp": (
             d.use_task_start_time_for_full_load_timestamp),
         "MaxFileSize": d.max_file_size_kb,
+        "DatePartitionEnabled": d.date_partition_enabled,
+        "DatePartitionSequence": d.date_partition_sequence,
+        "DatePartitionDelimiter": d.date_partition_delimiter,
     }
     [task] = dms.describe_replication_tasks(
         Filters=[{"Name": "replication-task-id", "Values": [n.replication_task]}]
@@ -241,13 +244,20 @@ def test_destroy_leaves_a_same_named_resource_without_our_tag(aws):
     assert iam.get_role(RoleName=plan.names.glue_role)
 
 
-def test_cli_deploy_twice_then_destroy(aws, capsys, monkeypatch):
+def test_cli_deploy_twice_then_destroy(aws, capsys, monkeypatch, tmp_path):
     monkeypatch.setattr("deploy.awsutil.Context.wait", False)
     args = ["--profile", "aws", "--region", REGION, "--stack", "demo"]
-    assert deploy_cli.main(["deploy", *args, "--workers", "3"]) == 0
+    # no lab runs here: without the tables' columns deploy stops and says what to do
+    assert deploy_cli.main(["deploy", *args]) == 2
+    assert "needs the tables' columns" in capsys.readouterr().err
+    specs = tmp_path / "tables.json"  # what `cdclab tables --json` prints
+    specs.write_text(json.dumps({"tables": [hosts_spec()]}))
+    tables = ["--tables-config", str(specs)]
+    assert deploy_cli.main(["deploy", *args, *tables, "--workers", "3"]) == 0
     first = capsys.readouterr().out
     assert "created    glue-job" in first and "CDCLAB_SILVER_BUCKET=demo-silver-" in first
-    assert deploy_cli.main(["deploy", *args, "--workers", "3"]) == 0
+    assert "airbnb.hosts_bronze" in first
+    assert deploy_cli.main(["deploy", *args, *tables, "--workers", "3"]) == 0
     assert "Nothing changed" in capsys.readouterr().out
     assert deploy_cli.main(["destroy", *args]) == 0
     assert "deleted    glue-job" in capsys.readouterr().out
