@@ -268,6 +268,19 @@ class JobStore:
             write_json(self.runs_dir / quote(run["JobName"], safe="") / _fname(run["Id"]), run)
             self._job_runs(run["JobName"])[run["Id"]] = dict(run)
 
+    def forget_runs(self, job_name: str, run_ids: list[str]) -> None:
+        """Delete finished runs (glue_local.run_history decides which) with their work
+        folders; GetJobRun then answers EntityNotFound, as for runs past AWS's retention."""
+        import shutil
+
+        with self.lock:
+            runs = self._job_runs(job_name)
+            folder = self.runs_dir / quote(job_name, safe="")
+            for run_id in run_ids:
+                runs.pop(run_id, None)
+                (folder / _fname(run_id)).unlink(missing_ok=True)
+                shutil.rmtree(self.root / "scripts" / run_id, ignore_errors=True)
+
     def list_runs(self, job_name: str) -> list[dict]:
         runs = [dict(r) for r in self._job_runs(job_name).values()]
         return sorted(runs, key=lambda r: r["StartedOn"], reverse=True)  # newest first

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cdclab import settings
-from glue_local import bookmarks, jobs_api, run_args, run_setup
+from glue_local import bookmarks, jobs_api, run_args, run_history, run_setup
 from glue_local.driver import Driver, gateway_of
 from glue_local.errors import GlueError
 
@@ -332,7 +332,26 @@ class Runner:
                              retry["Attempt"], retry["Id"])
             for promoted in self.store.settle(job_name, time.time()):
                 self.submit(job_name, promoted["Id"])
+            self._trim_history(job_name)
         log.info("run %s of %s: %s%s", run_id, job_name, state, f" ({error})" if error else "")
+
+    def _trim_history(self, job_name: str) -> None:
+        """Keep the job's run history bounded (glue_local.run_history); runs the bookmark
+        history names stay."""
+        try:
+            runs, now = self.store.list_runs(job_name), time.time()
+            keep = run_history.RUNS_KEPT
+            if not run_history.runs_to_forget(runs, now, keep):
+                return  # the common case: no bookmark file read
+            state = bookmarks.load(self.state_dir, job_name)
+            named = [h.get("run_id") for h in state.get("history", [])]
+            forget = run_history.runs_to_forget(runs, now, keep,
+                                                protected=[state.get("run_id"), *named])
+            if forget:
+                self.store.forget_runs(job_name, forget)
+                log.info("forgot %d old run(s) of %s", len(forget), job_name)
+        except Exception:
+            log.exception("trimming the run history of %s failed", job_name)
 
     def _plan(self, job: dict, args: Mapping[str, str], work: Path, note) -> run_args.RunPlan:
         """Files, jars and modules fetched; `--conf` parsed (split later, on the driver)."""
