@@ -521,6 +521,7 @@ class TrialResult:
     converged_later: bool | None = None  # a mismatch gone 20 s later (drain said too soon)
     notes: list[str] = field(default_factory=list)
     error: str | None = None
+    keeper_log: list[str] = field(default_factory=list)  # its last lines, on a failure
 
     @property
     def passed(self) -> bool:
@@ -613,6 +614,11 @@ def run_trial(number: int, seed: int, state: Path, cap: float,
         result.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}"
     finally:
         stop.set()
+        if not result.passed:
+            from cdclab.services.base import tail_lines
+
+            with contextlib.suppress(OSError):
+                result.keeper_log = tail_lines(state / "logs" / "keeper.log", 12)
         result.workload = workload.counts
         result.faults = [asdict(r) for r in trial.records]
         result.seconds = trial.elapsed()
