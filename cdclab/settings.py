@@ -230,8 +230,8 @@ class MaintenanceSettings:
     window and at least retain_last_snapshots), remove orphan files older than
     orphan_file_age_hours, and prune tombstones older than tombstone_retention_days."""
 
-    interval_minutes: float = 60
-    snapshot_retention_hours: float = 168
+    interval_minutes: float = 30
+    snapshot_retention_hours: float = 6
     retain_last_snapshots: int = 10
     orphan_file_age_hours: float = 72
     tombstone_retention_days: float = 30  # 0: never prune

@@ -33,7 +33,7 @@ MAX_FILES_BEFORE_COMPACTION = 48  # data + delete files of a table
 # the rest waits for the next run (AWS's example uses 500)
 DEFAULT_BOUNDED_FILES = 500
 # Iceberg upkeep, at most every interval (cdclab/pipeline.toml [maintenance])
-MAINTENANCE_DEFAULTS = {"maintenance_interval_minutes": 60.0, "snapshot_retention_hours": 168.0,
+MAINTENANCE_DEFAULTS = {"maintenance_interval_minutes": 30.0, "snapshot_retention_hours": 6.0,
                         "retain_last_snapshots": 10.0, "orphan_file_age_hours": 72.0,
                         "tombstone_retention_days": 30.0}
 LAST_MAINTENANCE_PROPERTY = "cdclab.maintenance.last-run-ms"

@@ -133,7 +133,7 @@ def test_capped_runs_report_backlog_and_upkeep_is_scheduled(iceberg_rest: dict, 
         errors = m3b["tables"][spec["name"]]["maintenance"]["errors"]
         assert len(errors) == 3 and all("24 hours" in e for e in errors)
 
-        m4 = run_job(glue, endpoint, job)  # the job's defaults: upkeep not due for 60 min
+        m4 = run_job(glue, endpoint, job)  # the job's defaults: upkeep not due for 30 min
         assert (m4["files"], m4["backlog"]) == (0, False)
         assert m4["tables"][spec["name"]]["maintenance"] is None
         # a late, older change to a pruned key is the documented limit: it would insert;

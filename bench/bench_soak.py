@@ -1,0 +1,270 @@
+"""Soak: the embedded stack under a steady CDC workload, watched for growth. Prints JSON.
+
+    .venv/bin/python bench/bench_soak.py [--minutes 60] [--rate 200] [--sample-seconds S]
+
+A fresh stack in a temporary state dir: seed, full load, then a randomized workload at
+`--rate` row changes per second for `--minutes`, sampling every service's process tree
+RSS (the Glue API's Spark driver and run processes included) and the state dir's size by
+part. Growth is measured over the second half of the soak: the median of its last quarter
+against the median of its third quarter (medians ride out a run process or a merge in
+flight), in percent; the target is <= 5 % for every process and for the pipeline's own
+state. Data that grows with the workload by design is reported apart: bronze objects
+(DMS files, kept for audit as on S3), the source database, silver's data files (the
+source table grows: the workload inserts more than it deletes). At the end the pipeline
+drains and silver is reconciled with the source.
+
+The Glue job's upkeep runs with a short schedule (`--maintenance-interval-minutes`,
+`--snapshot-retention-minutes`) so that the soak reaches its steady state; with the
+defaults of pipeline.toml Iceberg metadata grows until the time-travel window is full.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+import tomllib
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from cdclab import settings  # noqa: E402
+from tests.resources.stack_dirs import temp_state_dir  # noqa: E402
+
+TARGET_GROWTH_PCT = 5.0
+CHUNK_SECONDS = 10.0  # the workload's rate is re-aimed at changes/s every chunk
+
+
+def tree_rss(pid: int) -> int:
+    """RSS of a process and all its descendants, bytes (0 if it is gone)."""
+    import psutil
+
+    try:
+        p = psutil.Process(pid)
+        procs = [p, *p.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    total = 0
+    for q in procs:
+        with contextlib.suppress(psutil.Error):  # gone since the listing
+            total += q.memory_info().rss
+    return total
+
+
+def state_parts(state: Path, p: settings.PipelineSettings) -> dict[str, int]:
+    """Bytes under the state dir by part (apparent sizes)."""
+    parts: dict[str, int] = {}
+    bronze, silver = p.lake.bronze_bucket, p.lake.silver_bucket
+    for root, _dirs, files in os.walk(state):
+        rel = Path(root).relative_to(state).parts
+        for name in files:
+            try:
+                size = (Path(root) / name).lstat().st_size
+            except OSError:
+                continue
+            top = rel[0] if rel else "."
+            if bronze in rel:
+                part = "bronze_objects"
+            elif silver in rel:
+                part = "silver_metadata" if "metadata" in rel else "silver_data"
+            elif top == "postgres":
+                part = "postgres"
+            else:
+                part = top
+            parts[part] = parts.get(part, 0) + size
+    return parts
+
+
+DATA_PARTS = ("bronze_objects", "postgres", "silver_data")  # grow with the data by design
+
+
+def growth_pct(values: list[float]) -> float | None:
+    """Median of the last quarter vs the third quarter, in percent."""
+    n = len(values)
+    if n < 4:
+        return None
+    q3, q4 = values[n // 2: 3 * n // 4], values[3 * n // 4:]
+    base = statistics.median(q3)
+    return round(100.0 * (statistics.median(q4) - base) / base, 2) if base else None
+
+
+def pipeline_file(args: argparse.Namespace, where: Path) -> Path:
+    """pipeline.toml with the soak's upkeep schedule (the job's DefaultArguments)."""
+    text = settings.PIPELINE_FILE.read_text()
+    raw = tomllib.loads(text)
+    m = raw.setdefault("maintenance", {})
+    m["interval_minutes"] = args.maintenance_interval_minutes
+    m["snapshot_retention_hours"] = args.snapshot_retention_minutes / 60
+    out, skip = [], False
+    for line in text.splitlines():  # drop the [maintenance] table, append the soak's
+        if line.strip() == "[maintenance]":
+            skip = True
+            continue
+        if skip and line.startswith("["):
+            skip = False
+        if not skip:
+            out.append(line)
+    out.append("[maintenance]")
+    out += [f"{k} = {json.dumps(v)}" for k, v in m.items()]
+    path = where / "pipeline-soak.toml"
+    path.write_text("\n".join(out) + "\n")
+    return path
+
+
+def workload(dsn: str, seconds: float, rate: float, stop: threading.Event,
+             report: dict) -> None:
+    from cdclab.workload import run_workload
+
+    per_txn = 1.5  # row changes per transaction, re-measured as it goes
+    end = time.monotonic() + seconds
+    while not stop.is_set() and time.monotonic() < end:
+        chunk = min(CHUNK_SECONDS, end - time.monotonic())
+        if chunk <= 0:
+            break
+        r = run_workload(dsn, duration=chunk, rate=rate / per_txn)
+        for k in ("transactions", "inserts", "updates", "deletes"):
+            report[k] = report.get(k, 0) + r[k]
+        report["seconds"] = report.get("seconds", 0.0) + r["seconds"]
+        changes = report["inserts"] + report["updates"] + report["deletes"]
+        if report["transactions"]:
+            per_txn = changes / report["transactions"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--minutes", type=float, default=60.0)
+    ap.add_argument("--rate", type=float, default=200.0, help="row changes per second")
+    ap.add_argument("--rows", type=int, default=5000, help="seeded source rows")
+    ap.add_argument("--sample-seconds", type=float, default=None,
+                    help="sampling period (default: 1/40 of the soak, 5..60 s)")
+    ap.add_argument("--maintenance-interval-minutes", type=float, default=5.0)
+    ap.add_argument("--snapshot-retention-minutes", type=float, default=10.0)
+    ap.add_argument("--drain-timeout", type=float, default=900.0)
+    args = ap.parse_args()
+    if args.sample_seconds is None:
+        args.sample_seconds = min(60.0, max(5.0, args.minutes * 60 / 40))
+    with temp_state_dir("bench-soak") as state:
+        os.environ[settings.ENV_STATE_DIR] = str(state)
+        os.environ[settings.ENV_PIPELINE_FILE] = str(pipeline_file(args, state))
+        result = soak(args, state)
+    print(json.dumps(result, indent=2))
+    sys.exit(0 if result["within_target"] and result["silver_equals_source"] else 1)
+
+
+def soak(args: argparse.Namespace, state: Path) -> dict:
+    import psycopg
+
+    from cdclab.demo import run_metrics
+    from cdclab.drain import current_wal_lsn, wait_for_drain
+    from cdclab.reconcile import reconcile
+    from cdclab.sample_data import seed
+    from cdclab.setup import setup_lake
+    from cdclab.supervisor import INFRA, KEEPER, PIPELINE, Stack
+
+    p = settings.load_pipeline()
+    quiet = lambda _m: None  # noqa: E731
+    stack = Stack(state, progress=quiet)
+    try:
+        t0 = time.monotonic()
+        stack.up(INFRA)
+        env = stack.env()
+        setup_lake(env, progress=quiet)
+        dsn = env[settings.ENV_PG_DSN]
+        with psycopg.connect(dsn) as conn:
+            seed(conn, args.rows)
+        stack.up(PIPELINE)
+        full_load = wait_for_drain(env, current_wal_lsn(dsn), timeout=args.drain_timeout)
+        names = [*INFRA, *PIPELINE, KEEPER]
+
+        stop, report = threading.Event(), {}
+        worker = threading.Thread(target=workload, daemon=True, args=(
+            dsn, args.minutes * 60, args.rate, stop, report))
+        started = time.monotonic()
+        worker.start()
+        samples = []
+        while worker.is_alive():
+            at = time.monotonic() - started
+            rss = {n: tree_rss(pid) if (pid := stack.pid_of(n)) else 0 for n in names}
+            parts = state_parts(state, p)
+            samples.append({"t": round(at, 1), "rss": rss, "state": parts})
+            worker.join(max(0.0, args.sample_seconds - (time.monotonic() - started - at)))
+        workload_seconds = time.monotonic() - started
+        drain = wait_for_drain(env, current_wal_lsn(dsn), timeout=args.drain_timeout)
+        equal = reconcile(env)
+        restarts = {n: life.restarts for n, life in stack.lives().items()}
+        runs = run_metrics(settings.glue_run_logs(state))
+    finally:
+        stack.down()
+    return summarize(args, samples, report, workload_seconds, runs, {
+        "stack_up_and_full_load": round(full_load + 0.0, 1),
+        "drain_after_workload": round(drain, 1),
+        "total": round(time.monotonic() - t0, 1)}, getattr(equal, "equal", bool(equal)),
+        restarts)
+
+
+def summarize(args, samples, report, workload_seconds, runs, timings, equal,
+              restarts) -> dict:
+    half = samples[len(samples) // 2:]
+    processes = {}
+    for name in samples[0]["rss"]:
+        series = [s["rss"][name] / 2**20 for s in samples]
+        processes[name] = {"rss_mib_first": round(series[0], 1),
+                           "rss_mib_last": round(series[-1], 1),
+                           "rss_mib_max": round(max(series), 1),
+                           "growth_pct_last_half": growth_pct(series)}
+    parts = sorted({k for s in samples for k in s["state"]})
+    state_by_part = {}
+    for part in parts:
+        series = [s["state"].get(part, 0) for s in samples]
+        state_by_part[part] = {"mib_first": round(series[0] / 2**20, 2),
+                               "mib_last": round(series[-1] / 2**20, 2),
+                               "growth_pct_last_half": growth_pct([float(v) for v in series]),
+                               "grows_with_data": part in DATA_PARTS}
+    own = [float(sum(v for k, v in s["state"].items() if k not in DATA_PARTS))
+           for s in samples]
+    minutes_half = (half[-1]["t"] - half[0]["t"]) / 60 if len(half) > 1 else 0
+    data_rate = {part: round((half[-1]["state"].get(part, 0) - half[0]["state"].get(part, 0))
+                             / 2**20 / minutes_half, 3) if minutes_half else None
+                 for part in DATA_PARTS}
+    checked = [m["growth_pct_last_half"] for m in processes.values()] + [growth_pct(own)]
+    changes = report.get("inserts", 0) + report.get("updates", 0) + report.get("deletes", 0)
+    files = [m.get("files", 0) for m in runs]
+    upkeep = [t.get("maintenance") for m in runs for t in m.get("tables", {}).values()
+              if t.get("maintenance")]
+    return {
+        "benchmark": "soak",
+        "params": vars(args),
+        "workload": {**report, "changes": changes,
+                     "changes_per_second": round(changes / workload_seconds, 1)
+                     if workload_seconds else None},
+        "samples": len(samples),
+        "process_rss": processes,
+        "state_dir": {
+            "pipeline_state_mib_last": round(own[-1] / 2**20, 2),
+            "pipeline_state_growth_pct_last_half": growth_pct(own),
+            "data_growth_mib_per_minute_last_half": data_rate,
+            "by_part": state_by_part,
+        },
+        "glue_runs": {"count": len(runs), "backlog_runs": sum(bool(m.get("backlog"))
+                                                             for m in runs),
+                      "max_files_per_run": max(files, default=0),
+                      "maintenance_runs": len(upkeep),
+                      "maintenance_errors": sorted({e for u in upkeep
+                                                    for e in u.get("errors", [])})[:5]},
+        "restarts": restarts,
+        "target_growth_pct": TARGET_GROWTH_PCT,
+        "within_target": all(g is not None and g <= TARGET_GROWTH_PCT for g in checked),
+        "silver_equals_source": equal,
+        "timings_seconds": timings,
+        "cpus": os.cpu_count(),
+    }
+
+
+if __name__ == "__main__":
+    main()
