@@ -96,7 +96,7 @@ def job_runs(env: Mapping[str, str]) -> list[JobRun]:
         from cdclab.services.glue_api import job_run_metrics
 
         newest = max(done, key=lambda r: r.started_on)
-        metrics = job_run_metrics(endpoint, name, newest.run_id) or {}
+        metrics = job_run_metrics(endpoint, name, newest.run_id, env=env) or {}
         runs = [replace(r, backlog=bool(metrics.get("backlog"))) if r is newest else r
                 for r in runs]
     return runs

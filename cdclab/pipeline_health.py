@@ -144,7 +144,7 @@ def job_runs(env: Mapping[str, str]) -> list[dict[str, Any]] | None:
     try:
         return glue_call(endpoint, "GetJobRuns", {
             "JobName": settings.load_pipeline().glue_job.name,
-            "MaxResults": RUNS_LOOKED_AT})["JobRuns"]
+            "MaxResults": RUNS_LOOKED_AT}, env=env)["JobRuns"]
     except (OSError, ValueError, KeyError):
         return None
 

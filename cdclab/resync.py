@@ -142,7 +142,7 @@ def reset_bookmark(env: Mapping[str, str]) -> None:
     from cdclab.services.glue_api import glue_call
 
     job = settings.load_pipeline().glue_job.name
-    glue_call(env[settings.ENV_GLUE_ENDPOINT], "ResetJobBookmark", {"JobName": job})
+    glue_call(env[settings.ENV_GLUE_ENDPOINT], "ResetJobBookmark", {"JobName": job}, env=env)
 
 
 def drop_slot(env: Mapping[str, str], progress: Progress) -> None:

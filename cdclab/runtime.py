@@ -179,7 +179,8 @@ def probe(name: str, env: Mapping[str, str]) -> bool | None:
         elif name == "glue":
             from cdclab.services.glue_api import glue_call
 
-            return "Jobs" in glue_call(env[settings.ENV_GLUE_ENDPOINT], "GetJobs", {}, 2.0)
+            return "Jobs" in glue_call(env[settings.ENV_GLUE_ENDPOINT], "GetJobs", {}, 2.0,
+                                       env=env)
         else:
             return None
         with urllib.request.urlopen(url, timeout=2) as resp:

@@ -3,31 +3,61 @@
 from __future__ import annotations
 
 import json
+import os
 import urllib.request
+from collections.abc import Mapping
 
 from cdclab import minio_users, settings
 from cdclab.job_config import glue_default_arguments
 from cdclab.services.base import LOOPBACK, ProcessSpec, Service, StackContext, python_module
-from glue_local.server import ENV_GLUE_PORT
+from glue_local.server import ENV_GLUE_CLIENTS, ENV_GLUE_PORT
 
 ENV_GLUE_WARM = "CDCLAB_GLUE_WARM"  # 0: no warm Spark session at start (Spark-free tests)
 LOCAL_ROLE = "arn:aws:iam::000000000000:role/cdclab-glue-local"
 
 
-def glue_call(endpoint: str, operation: str, body: dict, timeout: float = 5.0) -> dict:
-    """One raw JSON 1.1 call (keeps non-standard fields boto3 drops, e.g. Metrics)."""
-    req = urllib.request.Request(endpoint, data=json.dumps(body).encode(), headers={
+def glue_call(endpoint: str, operation: str, body: dict, timeout: float = 5.0,
+              env: Mapping[str, str] | None = None) -> dict:
+    """One raw JSON 1.1 call (keeps non-standard fields boto3 drops, e.g. Metrics), signed
+    (SigV4, botocore's signer) with the AWS_* keys of `env` (default: this process's)."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    env = os.environ if env is None else env
+    request = AWSRequest(method="POST", url=endpoint, data=json.dumps(body).encode(), headers={
         "X-Amz-Target": f"AWSGlue.{operation}",
         "Content-Type": "application/x-amz-json-1.1",
     })
+    access, secret = env.get(settings.ENV_ACCESS_KEY), env.get(settings.ENV_SECRET_KEY)
+    if access and secret:
+        region = env.get(settings.ENV_REGION, settings.DEFAULT_REGION)
+        SigV4Auth(Credentials(access, secret), "glue", region).add_auth(request)
+    req = urllib.request.Request(endpoint, data=request.body, headers=dict(request.headers))
     with urllib.request.urlopen(req, timeout=timeout) as resp:
         return json.loads(resp.read())
 
 
-def job_run_metrics(endpoint: str, job_name: str, run_id: str) -> dict | None:
+def job_run_metrics(endpoint: str, job_name: str, run_id: str,
+                    env: Mapping[str, str] | None = None) -> dict | None:
     """The run's CDCLAB_METRICS payload, as the local GetJobRun exposes it."""
-    run = glue_call(endpoint, "GetJobRun", {"JobName": job_name, "RunId": run_id})["JobRun"]
+    run = glue_call(endpoint, "GetJobRun", {"JobName": job_name, "RunId": run_id},
+                    env=env)["JobRun"]
     return run.get("Metrics")
+
+
+def accepted_clients(env: Mapping[str, str]) -> str:
+    """Who may call the local Glue API (its ENV_GLUE_CLIENTS): the administrator (the CLI,
+    notebooks: the stack's root keys), the watcher (the Lambda's StartJobRun) and the Glue
+    service's own jobs (their Data Catalog calls: GetTable, partitions...)."""
+    clients: dict[str, tuple[str, str]] = {}
+    if env.get(settings.ENV_ACCESS_KEY) and env.get(settings.ENV_SECRET_KEY):
+        clients["admin"] = (env[settings.ENV_ACCESS_KEY], env[settings.ENV_SECRET_KEY])
+    for name in ("watcher", "glue"):
+        keys = minio_users.service_keys(env, name)
+        if keys:
+            clients[name] = (keys[settings.ENV_ACCESS_KEY], keys[settings.ENV_SECRET_KEY])
+    return minio_users.format_users(clients)
 
 
 class GlueApiService(Service):
@@ -50,7 +80,11 @@ class GlueApiService(Service):
     def process(self, ctx: StackContext) -> ProcessSpec:
         port = str(ctx.ports["glue"])
         argv = python_module("glue_local", "--port", port, *(["--warm"] if self.warm else []))
+        # a generated local stack (per-service users): requests must be signed by a client
+        checked = {ENV_GLUE_CLIENTS: accepted_clients(ctx.env)} if minio_users.service_keys(
+            ctx.env, "watcher") else {}
         return ProcessSpec(argv=argv, env={
+            **checked,
             ENV_GLUE_PORT: port,
             settings.ENV_STATE_DIR: str(ctx.state_dir),
             # its jobs' S3 keys (read bronze and scripts, write silver)
@@ -58,7 +92,8 @@ class GlueApiService(Service):
         })
 
     def healthy(self, ctx: StackContext) -> bool:
-        return "Jobs" in glue_call(self.endpoint(ctx), "GetJobs", {}, timeout=2.0)
+        return "Jobs" in glue_call(self.endpoint(ctx), "GetJobs", {}, timeout=2.0,
+                                   env=ctx.env)
 
     def startup_timeout(self) -> float:
         return 90.0

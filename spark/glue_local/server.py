@@ -24,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from cdclab.services.base import bind_host
-from glue_local import jobs_api, tags_api
+from glue_local import jobs_api, sigv4, tags_api
 from glue_local.errors import GlueError
 from glue_local.runner import Runner
 
@@ -36,6 +36,10 @@ LOOPBACK = "127.0.0.1"
 ENV_GLUE_PORT = "CDCLAB_GLUE_PORT"  # the port when --port is not given
 # cdclab's cap on a request body (Glue documents none; its requests are small JSON)
 MAX_BODY_BYTES = 1024 * 1024
+# The clients the API accepts, `name:access_key:secret_key,...` (cdclab.minio_users format):
+# every request must carry their AWS SigV4 signature. Read once at start and removed from
+# the environment, so job runs never see it. Unset: no check (in-process test servers).
+ENV_GLUE_CLIENTS = "CDCLAB_GLUE_API_CLIENTS"
 
 Operation = Callable[[object, dict], dict]
 
@@ -107,8 +111,8 @@ class _Handler(BaseHTTPRequestHandler):
                                                "bytes (Content-Length)"}
         else:
             body = self.rfile.read(length) if length else b""
-            status, payload = dispatch(self.server.ops, self.server.ctx,
-                                       self.headers.get("X-Amz-Target"), body)
+            status, payload = self._checked(body) or dispatch(
+                self.server.ops, self.server.ctx, self.headers.get("X-Amz-Target"), body)
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", CONTENT_TYPE)
@@ -116,6 +120,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("x-amzn-RequestId", str(uuid.uuid4()))
         self.end_headers()
         self.wfile.write(data)
+
+    def _checked(self, body: bytes) -> tuple[int, dict] | None:
+        """None when the request is signed by an accepted client (or none are set)."""
+        if self.server.clients is None:
+            return None
+        try:
+            sigv4.verify("POST", self.path, dict(self.headers.items()), body,
+                         self.server.clients)
+        except sigv4.SignatureError as e:
+            log.warning("refused a request from %s: %s", self.address_string(), e.code)
+            return e.status, {"__type": e.code, "message": e.message}
+        return None
 
     def log_message(self, fmt: str, *args) -> None:
         # straight to the real stderr: never into a job run's captured output
@@ -125,10 +141,12 @@ class _Handler(BaseHTTPRequestHandler):
 class GlueApiServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, port: int, ctx: ServerContext, ops: Mapping[str, Operation]) -> None:
+    def __init__(self, port: int, ctx: ServerContext, ops: Mapping[str, Operation],
+                 clients: Mapping[str, str] | None = None) -> None:
         # loopback unless a container runtime sets CDCLAB_BIND_HOST (compose: 0.0.0.0)
         super().__init__((bind_host(), port), _Handler)
         self.ctx, self.ops = ctx, ops
+        self.clients = clients  # access key -> secret key; None: requests are not checked
 
     @property
     def endpoint(self) -> str:
@@ -140,10 +158,11 @@ def make_server(state_dir: Path, port: int = 0, env: Mapping[str, str] | None = 
     """Server + store + runner, with runs from before a restart recovered and re-queued."""
     state_dir = Path(state_dir)
     env = dict(os.environ if env is None else env)
+    clients = accepted_clients(env)
     store = jobs_api.JobStore(state_dir)
     runner = Runner(store, env, state_dir, session_factory=session_factory)
     ctx = ServerContext(state_dir=state_dir, env=env, jobs=store, runner=runner)
-    server = GlueApiServer(port, ctx, operations())
+    server = GlueApiServer(port, ctx, operations(), clients)
     if quiet:
         _Handler.log_message = lambda *a, **k: None  # type: ignore[method-assign]
     requeue = store.recover(time.time())
@@ -151,6 +170,19 @@ def make_server(state_dir: Path, port: int = 0, env: Mapping[str, str] | None = 
     for run in requeue:
         runner.submit(run["JobName"], run["Id"])
     return server
+
+
+def accepted_clients(env: dict[str, str]) -> dict[str, str] | None:
+    """access key -> secret of ENV_GLUE_CLIENTS, taken out of `env` and os.environ."""
+    value = env.pop(ENV_GLUE_CLIENTS, None)
+    os.environ.pop(ENV_GLUE_CLIENTS, None)
+    if value is None:
+        return None
+    clients = {}
+    for item in filter(None, value.split(",")):
+        _name, access, secret = item.split(":")
+        clients[access] = secret
+    return clients
 
 
 @contextmanager

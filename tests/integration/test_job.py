@@ -207,7 +207,10 @@ def run_job(glue, endpoint: str, job: str, timeout: float = 900.0,
         run = glue.get_job_run(JobName=job, RunId=run_id)["JobRun"]
         if run["JobRunState"] in ("SUCCEEDED", "FAILED", "ERROR", "TIMEOUT", "STOPPED"):
             assert run["JobRunState"] == "SUCCEEDED", run.get("ErrorMessage")
-            return job_run_metrics(endpoint, job, run_id) or {}
+            keys = glue._request_signer._credentials  # signed as the client is
+            env = {settings.ENV_ACCESS_KEY: keys.access_key,
+                   settings.ENV_SECRET_KEY: keys.secret_key}
+            return job_run_metrics(endpoint, job, run_id, env=env) or {}
         time.sleep(0.5)
     raise AssertionError(f"job run {run_id} did not finish within {timeout}s")
 
@@ -221,7 +224,8 @@ def test_job_matches_merge_model_out_of_order_and_replayed(iceberg_rest: dict, e
     try:
         endpoint = ctx.env[settings.ENV_GLUE_ENDPOINT]
         glue = boto3.client("glue", endpoint_url=endpoint, region_name=settings.DEFAULT_REGION,
-                            aws_access_key_id="x", aws_secret_access_key="y")
+                            aws_access_key_id=env[settings.ENV_ACCESS_KEY],
+                            aws_secret_access_key=env[settings.ENV_SECRET_KEY])
         s3 = boto3.client("s3", endpoint_url=env[settings.ENV_S3_ENDPOINT],
                           region_name=settings.DEFAULT_REGION,
                           aws_access_key_id=env[settings.ENV_ACCESS_KEY],

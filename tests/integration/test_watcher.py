@@ -59,8 +59,9 @@ def covered(glue, job: str, landed: dict[str, datetime]) -> bool:
 def glue_with_job(ctx: StackContext, job: str, script: Path, source: str):
     """A boto3 client of the local Glue API, with `job` running `source` (one slot)."""
     glue = boto3.client("glue", endpoint_url=ctx.env[settings.ENV_GLUE_ENDPOINT],
-                        region_name="us-east-1", aws_access_key_id="x",
-                        aws_secret_access_key="y")
+                        region_name="us-east-1",  # the API checks SigV4: the stack's keys
+                        aws_access_key_id=ctx.env[settings.ENV_ACCESS_KEY],
+                        aws_secret_access_key=ctx.env[settings.ENV_SECRET_KEY])
     script.write_text(source)
     glue.create_job(Name=job, Role="r", ExecutionProperty={"MaxConcurrentRuns": 1},
                     Command={"Name": "glueetl", "ScriptLocation": str(script)})
