@@ -70,7 +70,8 @@ def test_capped_runs_report_backlog_and_upkeep_is_scheduled(iceberg_rest: dict, 
     try:
         endpoint = ctx.env[settings.ENV_GLUE_ENDPOINT]
         glue = boto3.client("glue", endpoint_url=endpoint, region_name=settings.DEFAULT_REGION,
-                            aws_access_key_id="x", aws_secret_access_key="y")
+                            aws_access_key_id=env[settings.ENV_ACCESS_KEY],  # SigV4 checked
+                            aws_secret_access_key=env[settings.ENV_SECRET_KEY])
         s3 = boto3.client("s3", endpoint_url=env[settings.ENV_S3_ENDPOINT],
                           region_name=settings.DEFAULT_REGION,
                           aws_access_key_id=env[settings.ENV_ACCESS_KEY],
