@@ -626,16 +626,17 @@ def run_trial(number: int, seed: int, state: Path, cap: float,
 
 
 # --- the run --------------------------------------------------------------------------------
-def start_stack(state: Path, rows: int) -> tuple[Any, dict]:
+def start_stack(stack, rows: int) -> None:
+    """Infrastructure, lake, the PK-less table, seed rows, then the pipeline (full load
+    merged and reconciled before the first trial)."""
     import psycopg
 
     from cdclab.drain import current_wal_lsn, wait_for_drain
     from cdclab.reconcile import reconcile
     from cdclab.sample_data import seed
     from cdclab.setup import setup_lake
-    from cdclab.supervisor import INFRA, PIPELINE, Stack
+    from cdclab.supervisor import INFRA, PIPELINE
 
-    stack = Stack(state, progress=lambda m: None)
     stack.up(INFRA)
     env = stack.env()
     setup_lake(env)
@@ -649,7 +650,6 @@ def start_stack(state: Path, rows: int) -> tuple[Any, dict]:
     first = reconcile(env)
     if not first.equal:
         raise RuntimeError(f"silver differs right after the full load: {first.to_json()}")
-    return stack, env
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -722,10 +722,12 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> i
     results: list[TrialResult] = []
     doc: dict[str, Any] = {"benchmark": "chaos", "seed": base, "trials_asked": args.trials,
                            "state_dir": str(state)}
-    stack = None
+    from cdclab.supervisor import Stack
+
+    stack = Stack(state, progress=lambda m: None)  # before anything starts: `down` at exit
     try:
         log(f"seed {base}, {args.trials} trials, state in {state}: starting the stack")
-        stack, _env = start_stack(state, args.rows)
+        start_stack(stack, args.rows)
         doc["setup_seconds"] = round(time.monotonic() - started, 1)
         log(f"stack up, full load in silver ({doc['setup_seconds']}s)")
         for k in range(args.trials):
@@ -744,9 +746,8 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> i
         doc["error"] = f"{type(exc).__name__}: {exc}"
         log(f"run aborted: {doc['error']}")
     finally:
-        if stack is not None:
-            with contextlib.suppress(Exception):
-                stack.down()
+        with contextlib.suppress(Exception):
+            stack.down()
     failures = [{"trial": r.trial, "seed": r.seed, "verdict": r.verdict,
                  "error": (r.error or "").splitlines()[0] if r.error else None,
                  "replay": f"make chaos CHAOS_SEED={r.seed} CHAOS_TRIALS=1"}
