@@ -239,6 +239,17 @@ class Stack:
         self._save_record()
         return proc
 
+    def _needs(self, service: Service) -> Callable[[], str | None]:
+        """While `service` starts: which of the running services it depends on died (the
+        keeper restarts them first, instead of waiting out this one's start-up timeout)."""
+        running = [d for d in service.depends_on if d in self.services
+                   and self.pid_of(d) is not None]
+
+        def dead() -> str | None:
+            gone = [d for d in running if self.pid_of(d) is None]
+            return f"{', '.join(gone)} died while it was starting" if gone else None
+        return dead
+
     def up(self, names: Iterable[str] | None = None, *, keep: bool = True) -> None:
         """Start services (in start order) and wait until each is healthy; with `keep`,
         also the keeper, which restarts any of them that dies."""
@@ -258,7 +269,7 @@ class Stack:
                     proc = self._start(service)
                     wait_until(
                         lambda s=service: s.healthy(self.ctx), service.startup_timeout(),
-                        name, proc, self.ctx.log_path(name),
+                        name, proc, self.ctx.log_path(name), self._needs(service),
                     )
                 service.after_start(self.ctx)
                 self.progress(f"{name} ready at {service.address(self.ctx)}")

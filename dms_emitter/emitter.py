@@ -671,6 +671,7 @@ def _shape(table_state: dict) -> Shape | None:
 
 
 RECONNECT_BACKOFF_S = (1, 2, 5, 10, 30)
+STABLE_S = 60.0  # connected this long, an outage is a new one: the back-off starts over
 
 
 def main() -> None:
@@ -683,11 +684,14 @@ def main() -> None:
     signal.signal(signal.SIGINT, emitter.stop)
     failures = 0
     while not emitter.stopping:
+        connected_at = time.monotonic()
         try:
             emitter.run()
             return
         except (repl.ReplicationLost, psycopg.OperationalError, OSError, BotoCoreError,
                 ClientError) as exc:
+            if time.monotonic() - connected_at >= STABLE_S:
+                failures = 0  # it had been streaming: not the same outage any more
             delay = RECONNECT_BACKOFF_S[min(failures, len(RECONNECT_BACKOFF_S) - 1)]
             failures += 1
             emitter.log(f"connection lost ({type(exc).__name__}: {exc}); reconnecting in "

@@ -90,6 +90,7 @@ class Service(ABC):
 
     name: str = ""
     port_names: tuple[str, ...] = ()  # ports this service needs allocated in ctx.ports
+    depends_on: tuple[str, ...] = ()  # services it cannot become healthy without
 
     def prepare(self, ctx: StackContext) -> None:
         """One-time, idempotent set-up before the first start (dirs, initdb...)."""
@@ -131,13 +132,19 @@ def python_module(module: str, *args: str) -> list[str]:
 
 def wait_until(
     check: Callable[[], bool], timeout: float, what: str, proc: subprocess.Popen | None = None,
-    log: Path | None = None,
+    log: Path | None = None, abort: Callable[[], str | None] | None = None,
 ) -> None:
+    """Poll `check` until it holds; fail when `proc` exits, when `abort` gives a reason
+    (a service this one needs died meanwhile: waiting on would only time out), or at
+    `timeout`."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
             tail = _tail(log) if log else ""
             raise ServiceError(f"{what} exited with code {proc.returncode} while starting.{tail}")
+        why = abort() if abort is not None else None
+        if why:
+            raise ServiceError(f"{what} did not become healthy: {why}")
         try:
             if check():
                 return

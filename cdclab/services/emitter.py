@@ -15,6 +15,7 @@ def emitter_healthy(state: dict) -> bool:
 
 class EmitterService(Service):
     name = "emitter"
+    depends_on = ("postgres", "minio")
 
     def process(self, ctx: StackContext) -> ProcessSpec:
         return ProcessSpec(argv=python_module("dms_emitter"), cwd=settings.REPO_ROOT,

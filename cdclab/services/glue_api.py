@@ -62,6 +62,7 @@ def accepted_clients(env: Mapping[str, str]) -> str:
 
 class GlueApiService(Service):
     name = "glue"
+    depends_on = ("minio", "iceberg-rest")
     port_names = ("glue",)
 
     def __init__(self, warm: bool = True) -> None:

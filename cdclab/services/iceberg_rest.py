@@ -77,6 +77,7 @@ def compiled_launcher() -> Path:
 
 class IcebergRestService(Service):
     name = "iceberg-rest"
+    depends_on = ("minio",)
     port_names = ("iceberg_rest",)
 
     def prepare(self, ctx: StackContext) -> None:

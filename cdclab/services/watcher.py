@@ -14,6 +14,7 @@ WATCHER_STATE = ("watcher", "state.json")  # lambda_shim.watcher.state_path
 
 class WatcherService(Service):
     name = "watcher"
+    depends_on = ("minio", "glue")
 
     def __init__(self, interval: float | None = None,
                  full_scan_seconds: float | None = None) -> None:

@@ -88,3 +88,31 @@ def test_a_service_someone_else_started_is_no_longer_down() -> None:
 def test_life_round_trips_through_json_and_ignores_unknown_keys() -> None:
     life = ServiceLife(restarts=3, consecutive=2, last_exit=-9, last_error="x")
     assert ServiceLife.from_json({**life.to_json(), "future_key": 1}) == life
+
+
+def test_a_start_gives_up_at_once_when_what_it_needs_dies() -> None:
+    """The keeper waits on a start under the stack lock: when postgres dies while the
+    emitter starts, the wait ends at once, naming it, instead of after the emitter's
+    300 s start-up timeout (while nothing restarts postgres)."""
+    import time
+
+    import pytest
+
+    from cdclab.services.base import ServiceError, wait_until
+
+    started = time.monotonic()
+    with pytest.raises(ServiceError, match="postgres died while it was starting"):
+        wait_until(lambda: False, 300, "emitter",
+                   abort=lambda: "postgres died while it was starting")
+    assert time.monotonic() - started < 5
+    wait_until(lambda: True, 1, "emitter", abort=lambda: None)  # no reason: healthy wins
+
+
+def test_services_depend_only_on_services_started_before_them() -> None:
+    from cdclab.supervisor import all_services
+
+    order = [s.name for s in all_services()]
+    for position, service in enumerate(all_services()):
+        assert set(service.depends_on) <= set(order[:position]), service.name
+    by_name = {s.name: s for s in all_services()}
+    assert set(by_name["emitter"].depends_on) == {"postgres", "minio"}
