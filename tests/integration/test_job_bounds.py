@@ -56,6 +56,14 @@ out = {"silver": sorted(r.id for r in spark.table(silver).collect()),
 open(args["--out"], "w").write(json.dumps(out))
 """
 
+DROP_JOB = """
+import sys
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.getOrCreate()
+for name in sys.argv[sys.argv.index("--tables") + 1].split(","):
+    spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
+"""
+
 UPKEEP_NOW = {"--maintenance_interval_minutes": "0", "--snapshot_retention_hours": "0",
               "--retain_last_snapshots": "1", "--orphan_file_age_hours": "24",
               "--tombstone_retention_days": "30"}
@@ -95,6 +103,16 @@ def test_capped_runs_report_backlog_and_upkeep_is_scheduled(iceberg_rest: dict, 
         def state() -> dict:
             run_job(glue, endpoint, "read_state")
             return json.loads(out.read_text())
+
+        # the session's catalog is shared: start from no tables, whatever ran before
+        drop = tmp_path / "drop_tables.py"
+        drop.write_text(DROP_JOB)
+        glue.create_job(Name="drop_tables", Role="r",
+                        Command={"Name": "glueetl", "ScriptLocation": str(drop)},
+                        DefaultArguments={"--tables": ",".join(
+                            spec[k] for k in ("silver_table", "tombstone_table",
+                                              "quarantine_table"))})
+        run_job(glue, endpoint, "drop_tables")
 
         for name, changes in FILES:
             s3.put_object(Bucket=p.lake.bronze_bucket, Key=f"{p.bronze_prefix}/{name}",
