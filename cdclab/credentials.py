@@ -21,7 +21,11 @@ from cdclab.redact import mask_password
 PG_USER = "CDCLAB_PG_USER"
 PG_PASSWORD = "CDCLAB_PG_PASSWORD"
 JUPYTER_TOKEN = "JUPYTER_TOKEN"  # read by Jupyter Server itself
-SECRET_KEYS = (settings.ENV_SECRET_KEY, PG_PASSWORD, JUPYTER_TOKEN, minio_users.ENV_MINIO_USERS)
+SECRET_KEYS = (settings.ENV_SECRET_KEY, PG_PASSWORD, JUPYTER_TOKEN, minio_users.ENV_MINIO_USERS,
+               settings.ENV_CATALOG_TOKEN)
+# keys added after the first installs: an older file gets them (_with_new_keys)
+_LATER_KEYS = {minio_users.ENV_MINIO_USERS: minio_users.generate,
+               settings.ENV_CATALOG_TOKEN: lambda: secrets.token_urlsafe(32)}
 
 
 def generate() -> dict[str, str]:
@@ -31,17 +35,20 @@ def generate() -> dict[str, str]:
         PG_USER: "cdclab",
         PG_PASSWORD: secrets.token_urlsafe(24),
         settings.ENV_REGION: settings.DEFAULT_REGION,
-        # one MinIO user per service (cdclab.minio_users); the pair above is MinIO's root
-        minio_users.ENV_MINIO_USERS: minio_users.generate(),
+        # one MinIO user per service (cdclab.minio_users; the pair above is MinIO's root)
+        # and the Iceberg REST catalog's bearer token
+        **{key: make() for key, make in _LATER_KEYS.items()},
     }
 
 
 def _with_new_keys(path: Path, creds: dict[str, str]) -> dict[str, str]:
-    """Credentials of an install made before a key existed (the per-service MinIO users)
-    get it added, in place: the file stays 0600, the earlier keys stay as they were."""
-    if minio_users.ENV_MINIO_USERS in creds:
+    """Credentials of an install made before a key existed (the per-service MinIO users,
+    the catalog token) get it added, in place: the file stays 0600, the earlier keys stay
+    as they were."""
+    missing = {key: make() for key, make in _LATER_KEYS.items() if key not in creds}
+    if not missing:
         return creds
-    creds = {**creds, minio_users.ENV_MINIO_USERS: minio_users.generate()}
+    creds = {**creds, **missing}
     tmp = path.with_name(path.name + ".new")
     tmp.unlink(missing_ok=True)
     write_new(tmp, creds)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from cdclab.settings import (
     DEFAULT_REGION,
+    ENV_CATALOG_TOKEN,
     ENV_CATALOG_URI,
     ENV_REGION,
     ENV_S3_ENDPOINT,
@@ -73,6 +74,16 @@ def local_spark_conf(env: Mapping[str, str], p: PipelineSettings | None = None) 
         }
     )
     return conf
+
+
+def catalog_token_conf(env: Mapping[str, str], catalogs: list[str]) -> dict[str, str]:
+    """The REST catalog's bearer token for these Spark catalogs (Iceberg's `token` catalog
+    property). Set on the running JVM, never in a launch conf: PySpark passes that on the
+    driver's command line. Spark redacts `token` keys (spark.redaction.regex) in its logs."""
+    token = env.get(ENV_CATALOG_TOKEN)
+    if not token:
+        return {}
+    return {f"spark.sql.catalog.{name}.token": token for name in catalogs}
 
 
 def conf_argument(conf: Mapping[str, str]) -> str:

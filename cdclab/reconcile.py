@@ -308,6 +308,8 @@ def silver_catalog(env: Mapping[str, str]):
     return RestCatalog(
         "cdclab",
         uri=env[settings.ENV_CATALOG_URI],
+        **({"token": env[settings.ENV_CATALOG_TOKEN]} if env.get(settings.ENV_CATALOG_TOKEN)
+           else {}),
         **{
             "s3.endpoint": env[settings.ENV_S3_ENDPOINT],
             "s3.access-key-id": env[settings.ENV_ACCESS_KEY],

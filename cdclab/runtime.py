@@ -175,7 +175,10 @@ def probe(name: str, env: Mapping[str, str]) -> bool | None:
         if name == "minio":
             url = f"{env[settings.ENV_S3_ENDPOINT]}/minio/health/live"
         elif name == "iceberg-rest":
-            url = f"{env[settings.ENV_CATALOG_URI]}/v1/config"
+            from cdclab.services.iceberg_rest import config_request
+
+            with urllib.request.urlopen(config_request(env), timeout=2) as resp:
+                return resp.status == 200
         elif name == "glue":
             from cdclab.services.glue_api import glue_call
 

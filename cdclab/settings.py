@@ -20,6 +20,7 @@ ENV_STATE_DIR = "CDCLAB_STATE_DIR"  # all runtime data: pgdata, minio data, logs
 ENV_CACHE_DIR = "CDCLAB_CACHE"  # downloads (jars, minio binary); outside the repo
 ENV_PG_DSN = "CDCLAB_PG_DSN"  # postgresql://user:pw@host:port/airbnb_db
 ENV_CATALOG_URI = "CDCLAB_CATALOG_URI"  # Iceberg REST catalog base URL
+ENV_CATALOG_TOKEN = "CDCLAB_CATALOG_TOKEN"  # its bearer token (generated; catalog `token`)
 ENV_GLUE_ENDPOINT = "AWS_ENDPOINT_URL_GLUE"  # boto3 reads it: local Glue API
 ENV_S3_ENDPOINT = "AWS_ENDPOINT_URL_S3"  # boto3 reads it: MinIO
 ENV_ACCESS_KEY = "AWS_ACCESS_KEY_ID"

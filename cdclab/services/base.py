@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cdclab.settings import ENV_CATALOG_TOKEN
+
 LOOPBACK = "127.0.0.1"
 ENV_MINIO_USERS = "CDCLAB_MINIO_USERS"  # cdclab.minio_users (imports no service)
 ENV_BIND_HOST = "CDCLAB_BIND_HOST"  # containers set 0.0.0.0 and publish on the host's loopback
@@ -91,6 +93,7 @@ class Service(ABC):
     name: str = ""
     port_names: tuple[str, ...] = ()  # ports this service needs allocated in ctx.ports
     depends_on: tuple[str, ...] = ()  # services it cannot become healthy without
+    catalog_client: bool = False  # it calls the Iceberg REST catalog (gets the token)
 
     def prepare(self, ctx: StackContext) -> None:
         """One-time, idempotent set-up before the first start (dirs, initdb...)."""
@@ -186,6 +189,8 @@ def start_process(
     env = {**os.environ, **ctx.env, **spec.env}
     # every service's MinIO keys: for the MinIO service's set-up, in no process's env
     env.pop(ENV_MINIO_USERS, None)
+    if not service.catalog_client:  # the catalog's token: only for those that call it
+        env.pop(ENV_CATALOG_TOKEN, None)
     log = ctx.log_path(service.name)
     with open(log, "ab") as out:
         kwargs: dict = {}

@@ -64,6 +64,7 @@ class GlueApiService(Service):
     name = "glue"
     depends_on = ("minio", "iceberg-rest")
     port_names = ("glue",)
+    catalog_client = True  # its jobs' Spark catalog, and GetTable's Iceberg tables
 
     def __init__(self, warm: bool = True) -> None:
         self.warm = warm  # tests with Spark-free jobs skip the JVM start

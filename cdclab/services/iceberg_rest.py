@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import shutil
 import subprocess
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 
 from cdclab import minio_users, settings
@@ -46,6 +48,14 @@ def catalog_environment(
         "REST_HOST": host,
         "REST_PORT": str(port),
     }
+
+
+def config_request(env: Mapping[str, str]) -> urllib.request.Request:
+    """GET /v1/config with the stack's token (every route of the catalog requires it)."""
+    headers = {}
+    if env.get(settings.ENV_CATALOG_TOKEN):
+        headers["Authorization"] = f"Bearer {env[settings.ENV_CATALOG_TOKEN]}"
+    return urllib.request.Request(f"{env[settings.ENV_CATALOG_URI]}/v1/config", headers=headers)
 
 
 def launcher_dir() -> Path:
@@ -92,6 +102,8 @@ class IcebergRestService(Service):
 
     def publish(self, ctx: StackContext) -> None:
         ctx.env[settings.ENV_CATALOG_URI] = f"http://{LOOPBACK}:{ctx.ports['iceberg_rest']}"
+        # stacks take it from their credentials; a bare context (a test's) gets one here
+        ctx.env.setdefault(settings.ENV_CATALOG_TOKEN, secrets.token_urlsafe(32))
 
     def process(self, ctx: StackContext) -> ProcessSpec:
         db = ctx.service_dir("iceberg-rest") / "catalog.db"
@@ -107,6 +119,7 @@ class IcebergRestService(Service):
             host=bind_host(),
             port=ctx.ports["iceberg_rest"],
         )
+        env["REST_AUTH_TOKEN"] = ctx.env[settings.ENV_CATALOG_TOKEN]  # read from env only
         return ProcessSpec(
             argv=[
                 "java", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
@@ -116,8 +129,7 @@ class IcebergRestService(Service):
         )
 
     def healthy(self, ctx: StackContext) -> bool:
-        url = f"{ctx.env[settings.ENV_CATALOG_URI]}/v1/config"
-        with urllib.request.urlopen(url, timeout=1) as resp:
+        with urllib.request.urlopen(config_request(ctx.env), timeout=1) as resp:
             return resp.status == 200 and "defaults" in json.loads(resp.read())
 
     def startup_timeout(self) -> float:

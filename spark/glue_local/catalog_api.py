@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cdclab.atomic import write_json
-from cdclab.settings import ENV_CATALOG_URI
+from cdclab.settings import ENV_CATALOG_TOKEN, ENV_CATALOG_URI
 from glue_local import iceberg_tables
 from glue_local.errors import GlueError, already_exists, invalid_input, not_found
 
@@ -30,11 +30,12 @@ log = logging.getLogger("glue_local.catalog_api")
 def _iceberg(ctx, call: str, *args):
     """Ask the Iceberg REST catalog (GlueCatalog's tables, as AWS shows them); None when
     there is none configured or it does not answer (the Glue tables still work)."""
-    uri = (getattr(ctx, "env", None) or {}).get(ENV_CATALOG_URI)
+    env = getattr(ctx, "env", None) or {}
+    uri = env.get(ENV_CATALOG_URI)
     if not uri:
         return None
     try:
-        return getattr(_rest_catalog(uri), call)(*args)
+        return getattr(_rest_catalog(uri, env.get(ENV_CATALOG_TOKEN)), call)(*args)
     except (OSError, ValueError) as e:
         log.warning("Iceberg REST catalog %s: %s failed: %s", uri, call, e)
         return None
@@ -80,8 +81,8 @@ def _database(ctx, name: str) -> dict:
 
 
 @functools.lru_cache(maxsize=4)
-def _rest_catalog(uri: str) -> iceberg_tables.RestCatalog:
-    return iceberg_tables.RestCatalog(uri)  # one per URI: its /v1/config is read once
+def _rest_catalog(uri: str, token: str | None) -> iceberg_tables.RestCatalog:
+    return iceberg_tables.RestCatalog(uri, token)  # one per URI: its /v1/config is read once
 
 
 def _namespace_database(name: str, namespace: dict) -> dict:

@@ -96,13 +96,15 @@ def glue_table(database: str, name: str, loaded: dict, catalog_id: str) -> dict:
 class RestCatalog:
     """The few read calls of the Iceberg REST catalog API this view needs."""
 
-    def __init__(self, uri: str) -> None:
+    def __init__(self, uri: str, token: str | None = None) -> None:
         self.uri = uri.rstrip("/")
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._prefix: str | None = None
 
     def _get(self, path: str) -> dict | None:
         try:
-            with urllib.request.urlopen(self.uri + path, timeout=TIMEOUT_SECONDS) as resp:
+            request = urllib.request.Request(self.uri + path, headers=self._headers)
+            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as resp:
                 return json.loads(resp.read())
         except urllib.error.HTTPError as e:
             if e.code == 404:

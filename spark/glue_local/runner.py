@@ -372,13 +372,16 @@ class Runner:
                 *modules, self.state_dir / "glue" / "python-modules", work, note))
         conf = run_args.conf_pairs(args.get(run_args.CONF))
         if self.env.get(settings.ENV_PROFILE, settings.PROFILE_LOCAL) != settings.PROFILE_AWS:
-            from cdclab.job_config import local_spark_conf
+            from cdclab.job_config import catalog_token_conf, local_spark_conf
 
-            if run_args.glue_catalogs(conf):
+            glue_catalogs = run_args.glue_catalogs(conf)
+            if glue_catalogs:
                 lake = settings.load_pipeline().lake.catalog_name
                 conf, notes = run_args.localize_catalogs(conf, local_spark_conf(self.env), lake)
                 for n in notes:
                     note(n)
+                # the token reaches the run's session through the runner's pipe, not a file
+                conf |= catalog_token_conf(self.env, list(glue_catalogs))
         for key in [k for k in conf if run_args.process_level(k)]:
             note(f"--conf {key} is a driver-process setting: not applied on one machine")
             del conf[key]

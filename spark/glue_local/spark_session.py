@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from cdclab import settings
-from cdclab.job_config import aws_spark_conf, local_spark_conf
+from cdclab.job_config import aws_spark_conf, catalog_token_conf, local_spark_conf
 
 
 def session_conf(
@@ -77,7 +77,16 @@ def build_session(
     builder = SparkSession.builder
     for key, value in session_conf(env, app_name, master, extra_conf).items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    spark = builder.getOrCreate()
+    if env.get(settings.ENV_PROFILE, settings.PROFILE_LOCAL) != settings.PROFILE_AWS:
+        # the catalog's token on the running JVM: in the context's conf, so every session
+        # a run opens (newSession) inherits it, and in this one
+        jconf = spark.sparkContext._jsc.sc().conf()
+        catalog = settings.load_pipeline().lake.catalog_name
+        for key, value in catalog_token_conf(env, [catalog]).items():
+            jconf.set(key, value)
+            spark.conf.set(key, value)
+    return spark
 
 
 def warm_up(spark, catalog: str | None = None) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 
 import pytest
@@ -12,13 +13,21 @@ from cdclab import settings
 pytestmark = pytest.mark.integration
 
 
-def _request(uri: str, path: str, body: dict | None = None) -> dict:
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(
-        uri + path, data=data, headers={"Content-Type": "application/json"}
-    )
+def _request(uri: str, path: str, body: dict | None = None, token: str | None = None,
+             data: bytes | None = None) -> dict:
+    data = json.dumps(body).encode() if body is not None else data
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(uri + path, data=data, headers=headers)
     with urllib.request.urlopen(req, timeout=10) as resp:
         return json.loads(resp.read())
+
+
+def _refused(uri: str, path: str, **kwargs) -> tuple[int, dict]:
+    with pytest.raises(urllib.error.HTTPError) as info:
+        _request(uri, path, **kwargs)
+    return info.value.code, json.loads(info.value.read())["error"]
 
 
 def test_minio_has_the_pipeline_buckets(minio: dict) -> None:
@@ -29,10 +38,31 @@ def test_minio_has_the_pipeline_buckets(minio: dict) -> None:
 
 def test_rest_catalog_is_durable_across_restarts(iceberg_rest: dict) -> None:
     """The JDBC catalog lives in a file, not the fixture's in-memory SQLite."""
-    uri = iceberg_rest["uri"]
-    _request(uri, "/v1/namespaces", {"namespace": ["durability_probe"], "properties": {}})
+    uri, token = iceberg_rest["uri"], iceberg_rest["env"][settings.ENV_CATALOG_TOKEN]
+    _request(uri, "/v1/namespaces", {"namespace": ["durability_probe"], "properties": {}},
+             token=token)
     iceberg_rest["restart"]()
-    assert ["durability_probe"] in _request(uri, "/v1/namespaces")["namespaces"]
+    assert ["durability_probe"] in _request(uri, "/v1/namespaces", token=token)["namespaces"]
+
+
+def test_rest_catalog_requires_the_token_and_caps_bodies(iceberg_rest: dict) -> None:
+    """Anyone on the machine can reach a loopback port: every route wants the stack's
+    generated bearer token, answered as Iceberg's ErrorResponse (clients raise
+    NotAuthorizedException); a body over the cap is refused before the catalog reads it."""
+    uri, token = iceberg_rest["uri"], iceberg_rest["env"][settings.ENV_CATALOG_TOKEN]
+    for path in ("/v1/config", "/v1/namespaces"):
+        code, error = _refused(uri, path)
+        assert code == 401 and error["type"] == "NotAuthorizedException"
+        assert "CDCLAB_CATALOG_TOKEN" in error["message"]
+        assert _refused(uri, path, token=token[:-1] + "x")[0] == 401
+    assert _request(uri, "/v1/config", token=token)["defaults"] is not None
+    code, error = _refused(uri, "/v1/namespaces", token=token,
+                           data=b"{" + b" " * (16 << 20) + b"}")
+    assert code == 413 and "REST_MAX_BODY_BYTES" in error["message"]
+    code, _ = _refused(uri, "/v1/namespaces", data=json.dumps(
+        {"namespace": ["anonymous"], "properties": {}}).encode())
+    assert code == 401
+    assert ["anonymous"] not in _request(uri, "/v1/namespaces", token=token)["namespaces"]
 
 
 def _listening_addresses(port: int) -> set[str]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from cdclab import credentials, minio_users, settings
+from cdclab import credentials, settings
 from cdclab.services.base import (
     RunningService,
     Service,
@@ -97,8 +97,7 @@ def start_container(service: Service, ctx: StackContext, mounts: tuple[Path, ...
     service.publish(ctx)
     _share_dir(ctx.state_dir)
     # secrets go in a 0600 file the container's user reads, as in the compose stack
-    secret_keys = (settings.ENV_ACCESS_KEY, settings.ENV_SECRET_KEY, credentials.PG_USER,
-                   credentials.PG_PASSWORD, minio_users.ENV_MINIO_USERS)
+    secret_keys = (settings.ENV_ACCESS_KEY, credentials.PG_USER, *credentials.SECRET_KEYS)
     secrets = {k: ctx.env[k] for k in secret_keys if k in ctx.env}
     dsn_user = urlsplit(ctx.env.get(settings.ENV_PG_DSN, ""))
     if dsn_user.username and dsn_user.password:  # the DSN's login is the one to use

@@ -124,8 +124,10 @@ def test_session_conf_local_and_aws(tmp_path, monkeypatch) -> None:
     (tmp_path / "glue.jar").write_text("")
     env = {"CDCLAB_STATE_DIR": str(tmp_path), "AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9",
            "CDCLAB_CATALOG_URI": "http://127.0.0.1:8", "AWS_ACCESS_KEY_ID": "k",
-           "AWS_SECRET_ACCESS_KEY": "s"}
+           "AWS_SECRET_ACCESS_KEY": "s", "CDCLAB_CATALOG_TOKEN": "t0k3n"}
     local = spark_session.session_conf(env, master="local[1]")
+    # no secret in the launch conf (PySpark puts it on the JVM's command line)
+    assert not {"s", "t0k3n"} & set(local.values())
     assert local["spark.jars"] == f"{tmp_path / 'a.jar'},{tmp_path / 'glue.jar'}"
     assert local["spark.cdclab.stateDir"] == str(tmp_path)
     assert local["spark.ui.enabled"] == "false" and local["spark.sql.shuffle.partitions"] == "2"

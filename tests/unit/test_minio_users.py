@@ -121,14 +121,31 @@ def test_no_process_sees_the_user_list_or_the_root_secret(tmp_path) -> None:
     assert env[settings.ENV_SECRET_KEY] not in json.dumps(seen)
 
 
-def test_an_older_credentials_file_gets_the_users_added_0600(tmp_path) -> None:
+class _CatalogClient(_PrintEnv):
+    catalog_client = True
+
+
+def test_only_catalog_clients_see_the_catalog_token(tmp_path) -> None:
+    env = credentials.generate()
+    token = env[settings.ENV_CATALOG_TOKEN]
+    for service, sees in ((_PrintEnv(), False), (_CatalogClient(), True)):
+        ctx = StackContext(state_dir=tmp_path / str(sees), env=dict(env))
+        start_process(service, ctx).wait(30)
+        seen = json.loads(ctx.log_path("printenv").read_text())
+        assert (seen.get(settings.ENV_CATALOG_TOKEN) == token) is sees
+    assert GlueApiService.catalog_client and not EmitterService.catalog_client
+    assert not WatcherService.catalog_client
+
+
+def test_an_older_credentials_file_gets_the_users_and_token_added_0600(tmp_path) -> None:
     path = tmp_path / "credentials.json"
-    old = {k: v for k, v in credentials.generate().items()
-           if k != minio_users.ENV_MINIO_USERS}
+    later = (minio_users.ENV_MINIO_USERS, settings.ENV_CATALOG_TOKEN)
+    old = {k: v for k, v in credentials.generate().items() if k not in later}
     credentials.write_new(path, old)
     assert credentials.ensure_file(path) is False  # the containers' one-shot
     loaded = json.loads(path.read_text())
-    assert {k: loaded[k] for k in old} == old and minio_users.ENV_MINIO_USERS in loaded
+    assert {k: loaded[k] for k in old} == old and set(later) <= set(loaded)
+    assert len(loaded[settings.ENV_CATALOG_TOKEN]) >= 40
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert credentials.load_or_create(tmp_path) == loaded  # embedded: kept from now on
-    assert credentials.mask(loaded)[minio_users.ENV_MINIO_USERS] == "***"
+    assert all(credentials.mask(loaded)[k] == "***" for k in later)

@@ -78,3 +78,12 @@ def test_python_modules_and_their_cache_key():
     key = run_args.modules_key(*spec, "3.11")
     assert key == run_args.modules_key(*spec, "3.11") != run_args.modules_key(*spec, "3.12")
     assert run_args.csv_list(" a.py ,, s3://b/c.zip ") == ["a.py", "s3://b/c.zip"]
+
+
+def test_the_catalog_token_goes_to_each_catalog_named():
+    from cdclab.job_config import catalog_token_conf
+
+    env = {"CDCLAB_CATALOG_TOKEN": "t"}
+    assert catalog_token_conf(env, ["a", "b"]) == {"spark.sql.catalog.a.token": "t",
+                                                   "spark.sql.catalog.b.token": "t"}
+    assert catalog_token_conf({}, ["a"]) == {}  # a hand-made stack without one
