@@ -30,6 +30,9 @@ ENV_PROFILE = "CDCLAB_PROFILE"  # local | aws
 ENV_BACKEND = "CDCLAB_BACKEND"  # tests: embedded | containers
 ENV_RUNTIME = "CDCLAB_RUNTIME"  # the CLI's stack: embedded (default) | compose
 ENV_CREDENTIALS_FILE = "CDCLAB_CREDENTIALS_FILE"  # containers: the generated credentials
+# the aws profile's Glue API: the stack's credentials file, read only for who may call it
+# (its AWS_* pair must not enter the env: there it would replace the developer's AWS identity)
+ENV_GLUE_CLIENTS_FILE = "CDCLAB_GLUE_CLIENTS_FILE"
 ENV_COMPOSE_PROJECT = "COMPOSE_PROJECT_NAME"  # which compose stack the CLI talks to
 ENV_SPARK_MASTER = "CDCLAB_SPARK_MASTER"  # the runner's Spark master (default local[2])
 ENV_GLUE_RUN_LOGS = "CDCLAB_GLUE_RUN_LOGS"  # where Glue run logs are (default <state>/logs/...)

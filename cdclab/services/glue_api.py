@@ -6,13 +6,22 @@ import json
 import os
 import urllib.request
 from collections.abc import Mapping
+from pathlib import Path
 
 from cdclab import minio_users, settings
 from cdclab.job_config import glue_default_arguments
-from cdclab.services.base import LOOPBACK, ProcessSpec, Service, StackContext, python_module
+from cdclab.services.base import (
+    LOOPBACK,
+    ProcessSpec,
+    Service,
+    ServiceError,
+    StackContext,
+    python_module,
+)
 from glue_local.server import ENV_GLUE_CLIENTS, ENV_GLUE_PORT
 
 ENV_GLUE_WARM = "CDCLAB_GLUE_WARM"  # 0: no warm Spark session at start (Spark-free tests)
+ENV_GLUE_CLIENTS_FILE = settings.ENV_GLUE_CLIENTS_FILE
 LOCAL_ROLE = "arn:aws:iam::000000000000:role/cdclab-glue-local"
 
 
@@ -60,6 +69,45 @@ def accepted_clients(env: Mapping[str, str]) -> str:
     return minio_users.format_users(clients)
 
 
+def _aws_profile(env: Mapping[str, str]) -> bool:
+    return env.get(settings.ENV_PROFILE) == settings.PROFILE_AWS
+
+
+def stack_admin_keys(env: Mapping[str, str]) -> dict[str, str]:
+    """The stack's administrator key pair from the file ENV_GLUE_CLIENTS_FILE names
+    (empty when there is none)."""
+    name = env.get(ENV_GLUE_CLIENTS_FILE)
+    if not name or not Path(name).is_file():
+        return {}
+    creds = json.loads(Path(name).read_text())
+    return {k: creds[k] for k in (settings.ENV_ACCESS_KEY, settings.ENV_SECRET_KEY)}
+
+
+def caller_env(env: Mapping[str, str]) -> Mapping[str, str]:
+    """The keys this stack's own calls to the Glue API sign with: the env's, except in
+    the aws profile, where the env's AWS_* pair (if any) is the developer's AWS identity."""
+    return {**env, **stack_admin_keys(env)} if _aws_profile(env) else env
+
+
+def checked_clients(env: Mapping[str, str]) -> dict[str, str]:
+    """ENV_GLUE_CLIENTS for the Glue API process, or {} to answer anyone (a hand-made
+    local configuration). The aws profile runs jobs as the developer's AWS identity, so
+    it always checks, and answers only the stack's administrator keys."""
+    if _aws_profile(env):
+        admin = stack_admin_keys(env)
+        if not admin:
+            raise ServiceError(
+                "CDCLAB_PROFILE=aws: the Glue API runs jobs as your AWS identity, so it "
+                "answers only requests signed with the stack's keys; set "
+                f"{ENV_GLUE_CLIENTS_FILE} to the stack's credentials file (compose mounts "
+                "it at /run/cdclab/credentials.json)")
+        pair = (admin[settings.ENV_ACCESS_KEY], admin[settings.ENV_SECRET_KEY])
+        return {ENV_GLUE_CLIENTS: minio_users.format_users({"admin": pair})}
+    if minio_users.service_keys(env, "watcher"):  # a generated local stack
+        return {ENV_GLUE_CLIENTS: accepted_clients(env)}
+    return {}
+
+
 class GlueApiService(Service):
     name = "glue"
     depends_on = ("minio", "iceberg-rest")
@@ -82,11 +130,8 @@ class GlueApiService(Service):
     def process(self, ctx: StackContext) -> ProcessSpec:
         port = str(ctx.ports["glue"])
         argv = python_module("glue_local", "--port", port, *(["--warm"] if self.warm else []))
-        # a generated local stack (per-service users): requests must be signed by a client
-        checked = {ENV_GLUE_CLIENTS: accepted_clients(ctx.env)} if minio_users.service_keys(
-            ctx.env, "watcher") else {}
         return ProcessSpec(argv=argv, env={
-            **checked,
+            **checked_clients(ctx.env),  # requests must be signed by one of these
             ENV_GLUE_PORT: port,
             settings.ENV_STATE_DIR: str(ctx.state_dir),
             # its jobs' S3 keys (read bronze and scripts, write silver)
@@ -95,7 +140,7 @@ class GlueApiService(Service):
 
     def healthy(self, ctx: StackContext) -> bool:
         return "Jobs" in glue_call(self.endpoint(ctx), "GetJobs", {}, timeout=2.0,
-                                   env=ctx.env)
+                                   env=caller_env(ctx.env))
 
     def startup_timeout(self) -> float:
         return 90.0

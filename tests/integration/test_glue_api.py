@@ -82,3 +82,44 @@ def test_register_run_and_restart_recovery(tmp_path: Path):
         assert wait_state(client, "sleepy", again, ("SUCCEEDED",))
     finally:
         running.stop()
+
+
+def test_the_aws_profile_answers_only_the_stack_keys_and_keeps_the_aws_identity(
+        tmp_path: Path) -> None:
+    """The aws profile runs jobs as the developer's AWS identity: its Glue API checks
+    SigV4 against the stack's administrator keys (read from the credentials file, which
+    never enters the environment), whatever AWS keys the service itself holds."""
+    from cdclab import credentials
+
+    stack = credentials.generate()
+    creds = tmp_path / "credentials.json"
+    credentials.write_new(creds, stack)
+    aws_identity = {settings.ENV_ACCESS_KEY: "AKIACDCLABNOTREAL00", settings.ENV_SECRET_KEY: "s"}
+    ctx = StackContext(state_dir=tmp_path / "state", env={
+        settings.ENV_PROFILE: settings.PROFILE_AWS, **aws_identity,
+        settings.ENV_GLUE_CLIENTS_FILE: str(creds)})
+    running = launch(GlueApiService(warm=False), ctx, mounts=(tmp_path,))
+    try:
+        endpoint = ctx.env[settings.ENV_GLUE_ENDPOINT]
+
+        def client(access: str, secret: str):
+            return boto3.client("glue", endpoint_url=endpoint, region_name="us-east-1",
+                                aws_access_key_id=access, aws_secret_access_key=secret)
+
+        admin = client(stack[settings.ENV_ACCESS_KEY], stack[settings.ENV_SECRET_KEY])
+        assert admin.get_jobs()["Jobs"] == []
+        for access, secret in (("x", "y"), tuple(aws_identity.values()),
+                               (stack[settings.ENV_ACCESS_KEY], "wrong")):
+            with pytest.raises(Exception, match="UnrecognizedClient|InvalidSignature"):
+                client(access, secret).get_jobs()
+    finally:
+        running.stop()
+
+
+def test_the_aws_profile_refuses_to_start_without_the_stack_keys(tmp_path: Path) -> None:
+    from cdclab.services.base import ServiceError
+    from cdclab.services.glue_api import checked_clients
+
+    with pytest.raises(ServiceError, match=settings.ENV_GLUE_CLIENTS_FILE):
+        checked_clients({settings.ENV_PROFILE: settings.PROFILE_AWS,
+                         settings.ENV_GLUE_CLIENTS_FILE: str(tmp_path / "absent.json")})
