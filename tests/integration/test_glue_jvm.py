@@ -118,6 +118,40 @@ def test_bookmark_pause_range_and_rewind(glue, spark, tmp_path) -> None:
     assert run_job(glue, "rng", ["--job-bookmark-option", "job-bookmark-enable"], read) == [2, 3]
 
 
+def test_a_wall_clock_step_back_never_hides_new_files(glue, spark, tmp_path) -> None:
+    """Locally objects carry this machine's wall clock. Here the last run happened while
+    the clock was 2 h ahead (its cutoff, band and clock mark say so); it has been set back
+    since, so a new object looks older than the cutoff. The bookmark measures the step
+    against the boot clock and reads the span again: nothing is skipped, nothing the band
+    remembers is read twice."""
+    from glue_local import bookmarks
+
+    root, ahead = tmp_path / "clock", 2 * 3600
+    state_dir = spark.conf.get("spark.cdclab.stateDir")
+
+    def read():
+        return sorted(r.v for r in glue.create_dynamic_frame.from_options(
+            "s3", {"paths": [f"file://{root}"]}, format="json",
+            transformation_ctx="src").toDF().collect())
+
+    enable = ["--job-bookmark-option", "job-bookmark-enable"]
+    write(root / "a.json", '{"v": 1}\n', time.time() - 60)
+    assert run_job(glue, "clk", enable, read) == [1]
+    path = bookmarks.bookmark_path(state_dir, "clk")
+    saved = json.loads(path.read_text())
+    assert saved["clock"]["boot_id"]  # the mark this run left
+    # as if that run and a.json had happened with the clock 2 h ahead
+    saved["clock"]["wall_minus_boot_ms"] += ahead * 1000
+    ctx = saved["contexts"]["src"]
+    ctx["cutoff_ms"] += ahead * 1000
+    ctx["band"] = {k: v + ahead * 1000 for k, v in ctx["band"].items()}
+    path.write_text(json.dumps(saved))
+    os.utime(root / "a.json", (time.time() + ahead - 60,) * 2)
+    write(root / "b.json", '{"v": 2}\n', time.time() - 30)  # written after the step back
+    assert run_job(glue, "clk", enable, read) == [2]
+    assert run_job(glue, "clk", enable, read) == []  # the step is accounted for once
+
+
 def test_transforms_apply_mapping_resolve_choice_union_and_schema(glue, spark) -> None:
     from awsglue.dynamicframe import DynamicFrame
     from awsglue.transforms import ApplyMapping, DropFields, RenameField, SelectFields

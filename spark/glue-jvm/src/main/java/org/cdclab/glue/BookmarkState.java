@@ -118,6 +118,17 @@ public record BookmarkState(long cutoffMs, Map<String, Long> band) {
     return new BookmarkState(cutoff, next);
   }
 
+  /**
+   * The state read again from {@code ms} earlier: after the wall clock stepped back by that
+   * much, objects written since carry modification times up to that much older, maybe below
+   * the cutoff. The files between the two cutoffs are read once more (the merge is
+   * idempotent: a replayed file changes nothing); those in the band stay remembered.
+   */
+  public BookmarkState rewound(long ms) {
+    if (ms <= 0 || cutoffMs == Long.MIN_VALUE) return this;
+    return new BookmarkState(cutoffMs - ms, band);
+  }
+
   /** job-bookmark-pause with from/to: processed by {@code to} but not by {@code from}. */
   public static List<SourceFile> range(List<SourceFile> listed, BookmarkState from,
                                        BookmarkState to) {

@@ -11,7 +11,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
 import java.util.Iterator;
+import java.util.List;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -61,6 +63,19 @@ public final class BookmarkStore {
     return parse(load().path("contexts").path(ctx));
   }
 
+  public List<String> contextNames() {
+    List<String> names = new ArrayList<>();
+    load().path("contexts").fieldNames().forEachRemaining(names::add);
+    return names;
+  }
+
+  /** The clock mark of the last committed run (null: none, or an older file). */
+  public ClockMark clock() {
+    JsonNode c = load().path("clock");
+    if (!c.hasNonNull("boot_id") || !c.hasNonNull("wall_minus_boot_ms")) return null;
+    return new ClockMark(c.get("boot_id").asText(), c.get("wall_minus_boot_ms").asLong());
+  }
+
   /** The state of {@code ctx} as it was right after run {@code runId} committed. */
   public BookmarkState afterRun(String runId, String ctx) {
     for (JsonNode h : load().path("history")) {
@@ -71,8 +86,14 @@ public final class BookmarkStore {
   }
 
   /** Save the run's new per-context states (others unchanged) and append to the history. */
-  public synchronized void commit(String runId, Map<String, BookmarkState> updated) {
+  public synchronized void commit(String runId, Map<String, BookmarkState> updated,
+                                  ClockMark clock) {
     ObjectNode root = load();
+    if (clock != null) {
+      ObjectNode c = root.putObject("clock");
+      c.put("boot_id", clock.bootId());
+      c.put("wall_minus_boot_ms", clock.wallMinusBootMs());
+    }
     ObjectNode contexts = root.with("contexts");
     for (Map.Entry<String, BookmarkState> e : updated.entrySet()) {
       contexts.set(e.getKey(), render(e.getValue()));

@@ -25,6 +25,8 @@ public final class JobRun {
   private final String toRun;
   private final BookmarkStore store;
   private final long startMs;
+  private final ClockMark clock;
+  private final long steppedBackMs; // the wall clock's step back since the last commit
   private final Map<String, BookmarkState> pending = new LinkedHashMap<>();
   private boolean committed;
 
@@ -45,6 +47,18 @@ public final class JobRun {
     this.toRun = toRun;
     this.store = stateDir == null ? null : new BookmarkStore(stateDir, jobName);
     this.startMs = startMs;
+    this.clock = ClockMark.at(startMs);
+    this.steppedBackMs = store == null || clock == null ? 0L : clock.steppedBackSince(store.clock());
+    if (steppedBackMs > 0) {
+      System.err.println("cdclab: the wall clock stepped back " + steppedBackMs / 1000 + " s since"
+          + " job " + jobName + "'s last committed run: its bookmarks read the files of that span"
+          + " again (objects written since look older than they are; replays are harmless)");
+    }
+  }
+
+  /** How far the wall clock stepped back since the job's last committed run (0: not). */
+  public long steppedBackMs() {
+    return steppedBackMs;
   }
 
   public static JobRun current() {
@@ -81,7 +95,8 @@ public final class JobRun {
       return bound.take(BookmarkState.range(listed, store.afterRun(fromRun, ctx),
           store.afterRun(toRun, ctx)));
     }
-    BookmarkState state = pending.containsKey(ctx) ? pending.get(ctx) : store.context(ctx);
+    BookmarkState state = pending.containsKey(ctx) ? pending.get(ctx)
+        : store.context(ctx).rewound(steppedBackMs);
     BookmarkState.Selection chosen = state.select(listed, startMs, maxBandMs, maxFilesInBand,
         bound);
     if (option.equals(ENABLE)) {
@@ -104,6 +119,14 @@ public final class JobRun {
   public synchronized void commit() {
     if (committed) return;
     committed = true;
-    if (option.equals(ENABLE)) store.commit(runId, pending);
+    if (!option.equals(ENABLE)) return;
+    Map<String, BookmarkState> updated = new LinkedHashMap<>();
+    if (steppedBackMs > 0) { // contexts this run did not read keep the step in mind too
+      for (String ctx : store.contextNames()) {
+        updated.put(ctx, store.context(ctx).rewound(steppedBackMs));
+      }
+    }
+    updated.putAll(pending);
+    store.commit(runId, updated, clock);
   }
 }
