@@ -94,7 +94,7 @@ class Keeper:
             exit_text = "unknown" if life.last_exit is None else life.last_exit
             log(f"{name} died (exit {exit_text}); restart in "
                 f"{life.next_attempt_at - now:.0f}s (attempt {life.consecutive})")
-        if not restart_due(life, now):
+        if not restart_due(life, now, self.policy):
             return
         log(f"restarting {name} (attempt {life.consecutive})")
         try:

@@ -69,8 +69,13 @@ def died(life: ServiceLife, now: float, policy: RestartPolicy, exit_code: int | 
     life.next_attempt_at = now + policy.delay(life.consecutive)
 
 
-def restart_due(life: ServiceLife, now: float) -> bool:
-    return life.is_down and life.next_attempt_at is not None and now >= life.next_attempt_at
+def restart_due(life: ServiceLife, now: float, policy: RestartPolicy | None = None) -> bool:
+    """Down and its back-off waited out. An attempt time further ahead than the longest
+    back-off means the wall clock stepped back since: due now, not in an hour."""
+    if not life.is_down or life.next_attempt_at is None:
+        return False
+    wait = life.next_attempt_at - now
+    return wait <= 0 or wait > (policy or RestartPolicy()).max_delay
 
 
 def restarted(life: ServiceLife, now: float) -> None:

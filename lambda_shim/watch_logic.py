@@ -81,7 +81,10 @@ class WatchState:
 
 
 def full_scan_due(state: WatchState, now: float, period: float = FULL_SCAN_SECONDS) -> bool:
-    return state.last_full_scan_at is None or now - state.last_full_scan_at >= period
+    """Every `period`; at once when the last one is in the future (the wall clock
+    stepped back: waiting for it to catch up would stall the re-list)."""
+    last = state.last_full_scan_at
+    return last is None or now - last >= period or now < last
 
 
 def start_after(state: WatchState, full_scan: bool) -> str | None:
@@ -114,7 +117,10 @@ def observe(state: WatchState, listed: Iterable[S3Object], now: float,
 
 
 def due(state: WatchState, now: float) -> bool:
-    return (bool(state.pending) or state.backlog) and now >= state.next_attempt_at
+    """Something to announce and no back-off to wait out. A retry time further ahead than
+    the longest back-off means the wall clock stepped back since: due, not stalled."""
+    wait = state.next_attempt_at - now
+    return (bool(state.pending) or state.backlog) and (wait <= 0 or wait > BACKOFF_CAP_SECONDS)
 
 
 def backlog_only(state: WatchState) -> bool:
@@ -172,7 +178,8 @@ def record_run_ended(state: WatchState, run_id: str, run_state: str, now: float,
 def next_wakeup(state: WatchState, now: float, interval: float) -> float:
     """Seconds to sleep: the poll interval, or sooner when a retry is due."""
     if state.pending or state.backlog:
-        return max(0.0, min(interval, state.next_attempt_at - now))
+        wait = state.next_attempt_at - now
+        return 0.0 if wait > BACKOFF_CAP_SECONDS else max(0.0, min(interval, wait))
     return interval
 
 

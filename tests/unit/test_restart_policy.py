@@ -116,3 +116,13 @@ def test_services_depend_only_on_services_started_before_them() -> None:
         assert set(service.depends_on) <= set(order[:position]), service.name
     by_name = {s.name: s for s in all_services()}
     assert set(by_name["emitter"].depends_on) == {"postgres", "minio"}
+
+
+def test_a_wall_clock_step_back_does_not_postpone_a_restart():
+    policy = RestartPolicy(first_delay=1.0, max_delay=60.0)
+    life = ServiceLife()
+    died(life, 7200.0, policy, 1, None)
+    assert not restart_due(life, 7200.0, policy)  # the back-off is waited out...
+    assert restart_due(life, 7201.0, policy)
+    assert restart_due(life, 3600.0, policy)  # ...but not an hour more after a step back
+

@@ -178,3 +178,17 @@ def test_parquet_and_date_folders_move_the_cursor_only_when_they_sort_by_time():
     assert s.cursor == PREFIX + "2026/11/22/20261122-101500123.parquet"
     logic.observe(s, [o("22/11/2026/20261122-111500123.parquet")], 1.0)
     assert s.cursor == PREFIX + "2026/11/22/20261122-101500123.parquet"  # unchanged
+
+
+def test_a_wall_clock_step_back_stalls_neither_retries_nor_the_full_scan():
+    """Times are wall clock (they survive restarts in the state file): after a step back
+    of an hour, a retry set for 'now + back-off' and the last full scan lie an hour ahead."""
+    s = logic.WatchState()
+    logic.observe(s, [o("20261122-100000001.csv")], 3600.0, True)
+    at = logic.record_rejected(s, 3600.0, "busy")
+    assert not logic.due(s, 3600.0)  # an ordinary back-off is waited out
+    assert logic.next_wakeup(s, 3600.0, 10.0) == at - 3600.0
+    stepped = 5.0  # the clock now reads an hour less
+    assert logic.due(s, stepped) and logic.next_wakeup(s, stepped, 10.0) == 0.0
+    assert logic.full_scan_due(s, stepped)
+
