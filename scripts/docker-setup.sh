@@ -13,6 +13,13 @@ BASES="$CACHE/docker-bases.env"
 mkdir -p "$CACHE"
 say() { printf '\033[1mdocker-setup:\033[0m %s\n' "$*"; }
 
+# One at a time per cache (two clones or CI jobs): the stand-in images and $BASES are
+# shared. bootstrap.sh, which docker-engine.sh may run, takes a lock of its own.
+if command -v flock >/dev/null; then
+  exec 8>"$CACHE/.docker-setup.lock"
+  flock 8 || { echo "docker-setup: cannot lock $CACHE/.docker-setup.lock" >&2; exit 1; }
+fi
+
 bash "$ROOT/scripts/docker-engine.sh"
 
 # The official bases, as the Dockerfile pins them (ARG defaults before the first FROM).
