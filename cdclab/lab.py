@@ -24,7 +24,7 @@ REQUIRED_KEYS = (
 )
 OPTIONAL_KEYS = (
     settings.ENV_GLUE_ENDPOINT, settings.ENV_REGION, settings.ENV_PROFILE,
-    settings.ENV_CACHE_DIR, settings.ENV_JARS_DIR,
+    settings.ENV_CACHE_DIR, settings.ENV_JARS_DIR, settings.ENV_CATALOG_TOKEN,
 )
 # A notebook shares 2 cores with the stack: one task slot, one shuffle partition.
 NOTEBOOK_SPARK_CONF = {

@@ -40,9 +40,11 @@ def test_the_env_file_wins_over_the_process_environment() -> None:
 
 
 def test_without_an_env_file_the_stack_keys_come_from_the_environment() -> None:
-    env = stack_env(STATE, {}, {**FULL, "HOME": "/root", settings.ENV_REGION: "eu-west-1"})
+    env = stack_env(STATE, {}, {**FULL, "HOME": "/root", settings.ENV_REGION: "eu-west-1",
+                                settings.ENV_CATALOG_TOKEN: "t"})
     assert env[settings.ENV_PG_DSN] == FULL[settings.ENV_PG_DSN]
     assert env[settings.ENV_REGION] == "eu-west-1"
+    assert env[settings.ENV_CATALOG_TOKEN] == "t"  # the jupyter container's catalog calls
     assert "HOME" not in env
 
 
