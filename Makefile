@@ -4,7 +4,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 CDCLAB := $(VENV)/bin/cdclab
 
-.PHONY: setup demo test test-unit test-integration lint bench chaos down clean lock \
+.PHONY: setup demo test test-unit test-integration lint bench chaos soak down clean lock \
         docker-setup docker-build docker-demo docker-test docker-down
 
 setup:  ## install what is missing (idempotent; downloads cached in ~/.cache/cdclab)
@@ -28,13 +28,18 @@ lint: setup
 	@$(VENV)/bin/ruff check .
 
 bench: setup
-	@for b in bench/bench_*.py; do $(PY) $$b; done
+	@for b in $(filter-out bench/bench_soak.py,$(wildcard bench/bench_*.py)); do $(PY) $$b; done
 
 CHAOS_TRIALS ?= 100
 CHAOS_SEED ?=
 CHAOS_ARGS ?=
 chaos: setup  ## kill -9 services under a randomized workload, CHAOS_TRIALS trials; one JSON
 	@CHAOS_TRIALS=$(CHAOS_TRIALS) CHAOS_SEED=$(CHAOS_SEED) $(PY) bench/chaos.py $(CHAOS_ARGS)
+
+SOAK_MINUTES ?= 60
+SOAK_ARGS ?=
+soak: setup  ## the embedded stack under 200 changes/s for SOAK_MINUTES, growth measured; JSON
+	@$(PY) bench/bench_soak.py --minutes $(SOAK_MINUTES) $(SOAK_ARGS)
 
 down:
 	@$(CDCLAB) down

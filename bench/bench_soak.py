@@ -1,6 +1,7 @@
 """Soak: the embedded stack under a steady CDC workload, watched for growth. Prints JSON.
 
     .venv/bin/python bench/bench_soak.py [--minutes 60] [--rate 200] [--sample-seconds S]
+    make soak [SOAK_MINUTES=60] [SOAK_ARGS="--check equal"]
 
 A fresh stack in a temporary state dir: seed, full load, then a randomized workload at
 `--rate` row changes per second for `--minutes`, sampling every service's process tree
@@ -151,6 +152,10 @@ def main() -> None:
     ap.add_argument("--snapshot-retention-minutes", type=float, default=None,
                     help="time travel window (default: a fifth of the soak, >= 1)")
     ap.add_argument("--drain-timeout", type=float, default=900.0)
+    ap.add_argument("--check", choices=("target", "equal"), default="target",
+                    help="exit 1 unless silver equals the source and growth is within the "
+                         "target (target), or only unless silver equals the source (equal: "
+                         "CI's shortened soak, too short for growth to settle)")
     args = ap.parse_args()
     if args.maintenance_interval_minutes is None:
         args.maintenance_interval_minutes = max(1.0, round(args.minutes / 10, 1))
@@ -163,7 +168,8 @@ def main() -> None:
         os.environ[settings.ENV_PIPELINE_FILE] = str(pipeline_file(args, state))
         result = soak(args, state)
     print(json.dumps(result, indent=2))
-    sys.exit(0 if result["within_target"] and result["silver_equals_source"] else 1)
+    ok = result["silver_equals_source"] and (args.check == "equal" or result["within_target"])
+    sys.exit(0 if ok else 1)
 
 
 def soak(args: argparse.Namespace, state: Path) -> dict:
