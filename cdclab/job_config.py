@@ -73,6 +73,12 @@ def local_spark_conf(env: Mapping[str, str], p: PipelineSettings | None = None) 
             ),
         }
     )
+    if env.get(ENV_CATALOG_TOKEN):  # the token itself: catalog_token_conf, on the live JVM
+        conf.update({  # a static bearer token: no OAuth2 exchange, refresh or guessing
+            f"{cat}.rest.auth.type": "oauth2",
+            f"{cat}.oauth2-server-uri": env[ENV_CATALOG_URI].rstrip("/") + "/v1/oauth/tokens",
+            f"{cat}.token-refresh-enabled": "false",
+        })
     return conf
 
 
