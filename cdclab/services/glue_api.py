@@ -21,7 +21,6 @@ from cdclab.services.base import (
 from glue_local.server import ENV_GLUE_CLIENTS, ENV_GLUE_PORT
 
 ENV_GLUE_WARM = "CDCLAB_GLUE_WARM"  # 0: no warm Spark session at start (Spark-free tests)
-ENV_GLUE_CLIENTS_FILE = settings.ENV_GLUE_CLIENTS_FILE
 LOCAL_ROLE = "arn:aws:iam::000000000000:role/cdclab-glue-local"
 
 
@@ -74,9 +73,9 @@ def _aws_profile(env: Mapping[str, str]) -> bool:
 
 
 def stack_admin_keys(env: Mapping[str, str]) -> dict[str, str]:
-    """The stack's administrator key pair from the file ENV_GLUE_CLIENTS_FILE names
+    """The stack's administrator key pair from the file settings.ENV_GLUE_CLIENTS_FILE names
     (empty when there is none)."""
-    name = env.get(ENV_GLUE_CLIENTS_FILE)
+    name = env.get(settings.ENV_GLUE_CLIENTS_FILE)
     if not name or not Path(name).is_file():
         return {}
     creds = json.loads(Path(name).read_text())
@@ -99,7 +98,7 @@ def checked_clients(env: Mapping[str, str]) -> dict[str, str]:
             raise ServiceError(
                 "CDCLAB_PROFILE=aws: the Glue API runs jobs as your AWS identity, so it "
                 "answers only requests signed with the stack's keys; set "
-                f"{ENV_GLUE_CLIENTS_FILE} to the stack's credentials file (compose mounts "
+                f"{settings.ENV_GLUE_CLIENTS_FILE} to the stack's credentials file (compose mounts "
                 "it at /run/cdclab/credentials.json)")
         pair = (admin[settings.ENV_ACCESS_KEY], admin[settings.ENV_SECRET_KEY])
         return {ENV_GLUE_CLIENTS: minio_users.format_users({"admin": pair})}
