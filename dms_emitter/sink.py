@@ -77,15 +77,28 @@ class S3Sink:
         bounded by the part size, whatever the file's."""
         from boto3.s3.transfer import TransferConfig
 
-        with tempfile.NamedTemporaryFile(prefix="cdclab-emitter-") as spool:
-            yield spool  # type: ignore[misc]
+        with spool_file() as (spool, path):
+            yield spool
             spool.flush()
             # from the path: parts are read from disk one at a time (a file object's
             # parts would be buffered in memory, up to ten of them)
             self.client.upload_file(
-                spool.name, self.bucket, self.key(name),
+                path, self.bucket, self.key(name),
                 ExtraArgs={"ContentType": content_type(name)},
                 Config=TransferConfig(max_concurrency=2, multipart_chunksize=8 << 20))
+
+
+@contextmanager
+def spool_file() -> Iterator[tuple[BinaryIO, str]]:
+    """A temporary file and a path that opens it. On Linux the file has no name
+    (/proc/self/fd reopens it), so an emitter killed mid-file (kill -9, OOM) leaves
+    nothing behind in /tmp; elsewhere a named one, removed on a clean exit."""
+    if Path("/proc/self/fd").is_dir():
+        with tempfile.TemporaryFile(prefix="cdclab-emitter-") as spool:
+            yield spool, f"/proc/self/fd/{spool.fileno()}"  # type: ignore[misc]
+    else:
+        with tempfile.NamedTemporaryFile(prefix="cdclab-emitter-") as spool:
+            yield spool, spool.name  # type: ignore[misc]
 
 
 class LocalDirSink:

@@ -81,3 +81,22 @@ def test_rest_catalog_binds_loopback_only(iceberg_rest: dict) -> None:
     addrs = _listening_addresses(iceberg_rest["ctx"].ports["iceberg_rest"])
     loopback = {"0100007F", "0000000000000000FFFF00000100007F"}  # 127.0.0.1, ::ffff:127.0.0.1
     assert addrs and addrs <= loopback, addrs
+
+
+def test_the_emitter_spool_uploads_in_parts_from_its_nameless_file(minio: dict) -> None:
+    """S3Sink.writer's spool has no name (nothing left in /tmp by a killed emitter); the
+    multipart upload reopens it through /proc/self/fd once per part."""
+    import hashlib
+    import os
+
+    from dms_emitter.sink import S3Sink
+
+    lake = settings.load_pipeline().lake
+    sink = S3Sink(lake.bronze_bucket, "spool-probe", minio["s3"])
+    block = os.urandom(1 << 20)
+    with sink.writer("LOAD00000001.csv") as out:
+        for _ in range(20):  # 20 MiB: three 8 MiB parts
+            out.write(block)
+    got = minio["s3"].get_object(Bucket=lake.bronze_bucket, Key="spool-probe/LOAD00000001.csv")
+    assert hashlib.sha256(got["Body"].read()).digest() == hashlib.sha256(block * 20).digest()
+    minio["s3"].delete_object(Bucket=lake.bronze_bucket, Key="spool-probe/LOAD00000001.csv")
