@@ -271,7 +271,15 @@ class Stack:
                         lambda s=service: s.healthy(self.ctx), service.startup_timeout(),
                         name, proc, self.ctx.log_path(name), self._needs(service),
                     )
-                service.after_start(self.ctx)
+                    try:
+                        service.after_start(self.ctx)
+                    except BaseException:
+                        # healthy but not set up (buckets, users...): not left running as
+                        # if it were, the keeper starts it again, whole
+                        self._stop(name)
+                        raise
+                else:
+                    service.after_start(self.ctx)
                 self.progress(f"{name} ready at {service.address(self.ctx)}")
                 self._save_record()
                 self._write_env_file()

@@ -147,3 +147,27 @@ def test_down_of_one_service_is_respected_and_full_down_stops_the_keeper(stack: 
     time.sleep(2)
     assert stack.pid_of("postgres") is None and stack.pid_of("minio") is None
     stack.up(["postgres", "minio"])  # for any test after this one
+
+
+def test_a_start_whose_set_up_fails_is_stopped_then_started_again_whole(
+        stack: Stack, monkeypatch) -> None:
+    """A service that answers but whose set-up (MinIO's buckets and users) failed must not
+    stay up as if it were ready: it is stopped, and the keeper starts it again, set-up
+    included."""
+    stack.down(["minio"])
+    wait_for(lambda: "minio" not in stack.lives(), 10, "the keeper to forget minio")
+    service = stack.services["minio"]
+    started: list[int] = []
+
+    def failing_set_up(ctx) -> None:
+        started.append(stack.pid_of("minio"))
+        raise RuntimeError("cdclab test: set-up failed")
+
+    monkeypatch.setattr(service, "after_start", failing_set_up)
+    with pytest.raises(RuntimeError, match="set-up failed"):
+        stack.up(["minio"])
+    assert started and started[0] is not None
+    assert not pid_alive(started[0])  # stopped, not left half set up
+    monkeypatch.undo()
+    wait_for(lambda: stack.pid_of("minio") not in (None, started[0]) and
+             healthy(stack, "minio"), 60, "the keeper to start minio again")
