@@ -12,6 +12,7 @@ not part of the source and are left out.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import struct
@@ -301,9 +302,24 @@ def read_source(dsn: str) -> list[dict]:
         return conn.execute(f'SELECT {cols} FROM "{src.schema}"."{src.table}"').fetchall()
 
 
+class AlreadyGone(logging.Filter):
+    """Drops pyiceberg's "Failed to delete … file" warning when the file was already gone:
+    after a commit (resync empties silver) pyiceberg deletes old metadata files that the
+    Glue job's own upkeep may have removed first. Any other failure is still logged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (record.getMessage().startswith("Failed to delete")
+                    and isinstance(exc, FileNotFoundError))
+
+
 def silver_catalog(env: Mapping[str, str]):
     """A pyiceberg client of the stack's REST catalog (reads the warehouse in MinIO)."""
     from pyiceberg.catalog.rest import RestCatalog
+
+    pyiceberg_log = logging.getLogger("pyiceberg.catalog")
+    if not any(isinstance(f, AlreadyGone) for f in pyiceberg_log.filters):
+        pyiceberg_log.addFilter(AlreadyGone())
 
     return RestCatalog(
         "cdclab",

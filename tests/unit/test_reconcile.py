@@ -128,3 +128,29 @@ def test_values_read_back_as_glue_reads_them_and_refused_rows_are_counted() -> N
     from cdclab.reconcile import Unconvertible
     with pytest.raises(Unconvertible):
         typed("date", "4713-01-01 BC")
+
+
+def test_pyiceberg_is_quiet_only_about_files_already_gone(caplog) -> None:
+    import contextlib
+    import logging
+
+    from pyiceberg.catalog import delete_files
+
+    from cdclab import settings
+    from cdclab.reconcile import silver_catalog
+
+    class Io:
+        def __init__(self, exc: OSError) -> None:
+            self.exc = exc
+
+        def delete(self, path: str) -> None:
+            raise self.exc
+
+    with contextlib.suppress(Exception):  # nothing answers: only the filter matters here
+        silver_catalog({settings.ENV_CATALOG_URI: "http://127.0.0.1:9"})
+    with caplog.at_level(logging.WARNING, logger="pyiceberg.catalog"):
+        delete_files(Io(FileNotFoundError("gone")), {"s3://b/m.json"}, "metadata")
+        assert not caplog.records
+        delete_files(Io(PermissionError("denied")), {"s3://b/m.json"}, "metadata")
+        assert [r.getMessage() for r in caplog.records] == [
+            "Failed to delete metadata file s3://b/m.json"]
