@@ -11,9 +11,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
-import java.util.ArrayList;
 import java.util.Iterator;
-import java.util.List;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -63,10 +61,12 @@ public final class BookmarkStore {
     return parse(load().path("contexts").path(ctx));
   }
 
-  public List<String> contextNames() {
-    List<String> names = new ArrayList<>();
-    load().path("contexts").fieldNames().forEachRemaining(names::add);
-    return names;
+  /** Every context's state, from one read of the file. */
+  public Map<String, BookmarkState> contexts() {
+    Map<String, BookmarkState> out = new LinkedHashMap<>();
+    load().path("contexts").fields()
+        .forEachRemaining(e -> out.put(e.getKey(), parse(e.getValue())));
+    return out;
   }
 
   /** The clock mark of the last committed run (null: none, or an older file). */

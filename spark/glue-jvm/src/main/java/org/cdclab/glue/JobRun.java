@@ -122,9 +122,7 @@ public final class JobRun {
     if (!option.equals(ENABLE)) return;
     Map<String, BookmarkState> updated = new LinkedHashMap<>();
     if (steppedBackMs > 0) { // contexts this run did not read keep the step in mind too
-      for (String ctx : store.contextNames()) {
-        updated.put(ctx, store.context(ctx).rewound(steppedBackMs));
-      }
+      store.contexts().forEach((ctx, state) -> updated.put(ctx, state.rewound(steppedBackMs)));
     }
     updated.putAll(pending);
     store.commit(runId, updated, clock);
