@@ -116,11 +116,16 @@ def observe(state: WatchState, listed: Iterable[S3Object], now: float,
     return new
 
 
-def due(state: WatchState, now: float) -> bool:
-    """Something to announce and no back-off to wait out. A retry time further ahead than
-    the longest back-off means the wall clock stepped back since: due, not stalled."""
+def retry_wait(state: WatchState, now: float) -> float:
+    """Seconds of back-off left (0: none). A retry time further ahead than the longest
+    back-off means the wall clock stepped back since: none left, not stalled."""
     wait = state.next_attempt_at - now
-    return (bool(state.pending) or state.backlog) and (wait <= 0 or wait > BACKOFF_CAP_SECONDS)
+    return 0.0 if wait > BACKOFF_CAP_SECONDS else max(0.0, wait)
+
+
+def due(state: WatchState, now: float) -> bool:
+    """Something to announce and no back-off to wait out."""
+    return (bool(state.pending) or state.backlog) and retry_wait(state, now) == 0.0
 
 
 def backlog_only(state: WatchState) -> bool:
@@ -178,8 +183,7 @@ def record_run_ended(state: WatchState, run_id: str, run_state: str, now: float,
 def next_wakeup(state: WatchState, now: float, interval: float) -> float:
     """Seconds to sleep: the poll interval, or sooner when a retry is due."""
     if state.pending or state.backlog:
-        wait = state.next_attempt_at - now
-        return 0.0 if wait > BACKOFF_CAP_SECONDS else max(0.0, min(interval, wait))
+        return min(interval, retry_wait(state, now))
     return interval
 
 
