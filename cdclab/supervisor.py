@@ -263,23 +263,26 @@ class Stack:
                 service.prepare(self.ctx)
                 if name not in self._record["wanted"]:
                     self._record["wanted"].append(name)
-                if self.pid_of(name) is None:
+                started = self.pid_of(name) is None
+                if started:
                     self._check_ports_free(service)
                     self.progress(f"starting {name}")
                     proc = self._start(service)
-                    wait_until(
-                        lambda s=service: s.healthy(self.ctx), service.startup_timeout(),
-                        name, proc, self.ctx.log_path(name), self._needs(service),
-                    )
-                    try:
-                        service.after_start(self.ctx)
-                    except BaseException:
-                        # healthy but not set up (buckets, users...): not left running as
-                        # if it were, the keeper starts it again, whole
-                        self._stop(name)
-                        raise
-                else:
+                try:
+                    if started:
+                        wait_until(
+                            lambda s=service: s.healthy(self.ctx), service.startup_timeout(),
+                            name, proc, self.ctx.log_path(name), self._needs(service),
+                        )
                     service.after_start(self.ctx)
+                except BaseException:
+                    # Not healthy in time, a service it needs died meanwhile, or healthy but
+                    # not set up (buckets, users...): what this call started is stopped, not
+                    # left running as if ready (the keeper would take it for up, never
+                    # restart it, and never set it up); the keeper's next attempt is whole.
+                    if started:
+                        self._stop(name)
+                    raise
                 self.progress(f"{name} ready at {service.address(self.ctx)}")
                 self._save_record()
                 self._write_env_file()

@@ -171,3 +171,32 @@ def test_a_start_whose_set_up_fails_is_stopped_then_started_again_whole(
     monkeypatch.undo()
     wait_for(lambda: stack.pid_of("minio") not in (None, started[0]) and
              healthy(stack, "minio"), 60, "the keeper to start minio again")
+
+
+def test_a_start_that_never_turns_healthy_is_stopped_then_started_again(
+        stack: Stack, monkeypatch) -> None:
+    """A start that fails its wait (not healthy in time, or a service it needs died
+    meanwhile) must not leave its process behind: the keeper would take it for running,
+    never restart it, and never run its set-up."""
+    stack.down(["minio"])
+    wait_for(lambda: "minio" not in stack.lives(), 10, "the keeper to forget minio")
+    service = stack.services["minio"]
+    started: list[int] = []
+
+    def never_healthy(ctx) -> bool:
+        pid = stack.pid_of("minio")
+        if pid is not None and pid not in started:
+            started.append(pid)
+        return False
+
+    monkeypatch.setattr(service, "healthy", never_healthy)
+    monkeypatch.setattr(service, "startup_timeout", lambda: 3.0)
+    with pytest.raises(Exception, match="did not become healthy"):
+        stack.up(["minio"])
+    assert started and not pid_alive(started[0])  # stopped, not left running unready
+    assert stack.pid_of("minio") is None
+    monkeypatch.undo()
+    wait_for(lambda: stack.pid_of("minio") not in (None, started[0]) and
+             healthy(stack, "minio"), 60, "the keeper to start minio again")
+    # counted as the keeper's restart once its set-up is done too
+    wait_for(lambda: stack.lives()["minio"].restarts >= 1, 60, "the keeper's restart count")
