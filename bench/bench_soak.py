@@ -97,6 +97,47 @@ def growth_pct(values: list[float]) -> float | None:
     return round(100.0 * (statistics.median(q4) - base) / base, 2) if base else None
 
 
+def say(msg: str) -> None:
+    print(f"soak: {msg}", file=sys.stderr, flush=True)
+
+
+def pipeline_view() -> dict:
+    """What `cdclab status` says of the flow: objects waiting, runs, problems."""
+    from cdclab import runtime
+    from cdclab.cli import emitter_summary, pipeline_health
+    from cdclab.pipeline_health import job_runs
+
+    rt = runtime.current()
+    env = rt.env()
+    runs, emitter = job_runs(env), rt.emitter_state()
+    health = pipeline_health(rt, env, rt.status(), runs, emitter)
+    newest = (runs or [{}])[0]
+    return {**health.facts, "problems": health.problems,
+            "runs_listed": len(runs or []), "newest_run": newest.get("JobRunState"),
+            "changes_emitted": emitter_summary(emitter).get("changes_written", 0)}
+
+
+def view_line(at: float, total: float, view: dict) -> str:
+    problems = "; ".join(view.get("problems", [])) or "no problems"
+    return (f"{at:.0f}/{total:.0f}s: {view.get('changes_emitted', 0)} changes emitted, "
+            f"{view.get('objects_waiting', '?')} objects waiting "
+            f"(oldest {view.get('oldest_waiting_seconds', 0)}s), "
+            f"{view.get('objects_in_runs', '?')} in runs, newest run "
+            f"{view.get('newest_run')}; {problems}")
+
+
+def post_mortem(state: Path) -> None:
+    """Why the pipeline did not drain: status and the last lines of the pipeline's logs."""
+    from cdclab.services.base import tail_lines
+
+    with contextlib.suppress(Exception):
+        say("did not drain; pipeline: " + json.dumps(pipeline_view(), default=str))
+    for name in ("watcher", "glue", "emitter"):
+        with contextlib.suppress(OSError):
+            say(f"--- last lines of logs/{name}.log ---\n"
+                + "\n".join(tail_lines(state / "logs" / f"{name}.log", 30)))
+
+
 def pipeline_file(args: argparse.Namespace, where: Path) -> Path:
     """pipeline.toml with the soak's upkeep schedule (the job's DefaultArguments)."""
     text = settings.PIPELINE_FILE.read_text()
@@ -194,7 +235,9 @@ def soak(args: argparse.Namespace, state: Path) -> dict:
         with psycopg.connect(dsn) as conn:
             seed(conn, args.rows)
         stack.up(PIPELINE)
+        say(f"stack up in {time.monotonic() - t0:.0f}s; full load of {args.rows} rows")
         full_load = wait_for_drain(env, current_wal_lsn(dsn), timeout=args.drain_timeout)
+        say(f"full load drained; {args.minutes} min of workload at {args.rate} changes/s")
         names = [*INFRA, *PIPELINE, KEEPER]
 
         stop, report = threading.Event(), {}
@@ -207,10 +250,24 @@ def soak(args: argparse.Namespace, state: Path) -> dict:
             at = time.monotonic() - started
             rss = {n: tree_rss(pid) if (pid := stack.pid_of(n)) else 0 for n in names}
             parts = state_parts(state, p)
-            samples.append({"t": round(at, 1), "rss": rss, "state": parts})
+            try:
+                view = pipeline_view()
+                say(view_line(at, args.minutes * 60, view))
+            except Exception as e:  # a view is for people: never stops the soak
+                view = {"error": f"{type(e).__name__}: {e}"}
+                say(f"{at:.0f}s: no pipeline view ({view['error'][:200]})")
+            samples.append({"t": round(at, 1), "rss": rss, "state": parts,
+                            "waiting": view.get("objects_waiting")})
             worker.join(max(0.0, args.sample_seconds - (time.monotonic() - started - at)))
         workload_seconds = time.monotonic() - started
-        drain = wait_for_drain(env, current_wal_lsn(dsn), timeout=args.drain_timeout)
+        say(f"workload done after {workload_seconds:.0f}s; draining")
+        try:
+            drain = wait_for_drain(env, current_wal_lsn(dsn), timeout=args.drain_timeout,
+                                   progress=say)
+        except TimeoutError:
+            post_mortem(state)
+            raise
+        say(f"drained in {drain:.0f}s; reconciling")
         equal = reconcile(env)
         restarts = {n: life.restarts for n, life in stack.lives().items()}
         runs = run_metrics(settings.glue_run_logs(state))
@@ -273,6 +330,7 @@ def summarize(args, samples, report, workload_seconds, runs, timings, equal,
                       "maintenance_runs": len(upkeep),
                       "maintenance_errors": sorted({e for u in upkeep
                                                     for e in u.get("errors", [])})[:5]},
+        "max_objects_waiting": max((s.get("waiting") or 0 for s in samples), default=0),
         "restarts": restarts,
         "target_growth_pct": TARGET_GROWTH_PCT,
         "within_target": all(g is not None and g <= TARGET_GROWTH_PCT for g in checked),

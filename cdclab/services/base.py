@@ -8,6 +8,7 @@ start single services with the same code and return the settings to reach them.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -73,6 +74,12 @@ class StackContext:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
+    def scratch_dir(self, name: str) -> Path:
+        """A service's temp dir (TMPDIR), emptied at each start: a killed process never
+        removes its temp files (a JVM's native libraries, Spark's copies of its jars:
+        ~380 MB a start), so without this every crash left them in /tmp for good."""
+        return self.state_dir / "tmp" / name
+
     def log_path(self, name: str) -> Path:
         logs = self.state_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
@@ -94,6 +101,7 @@ class Service(ABC):
     port_names: tuple[str, ...] = ()  # ports this service needs allocated in ctx.ports
     depends_on: tuple[str, ...] = ()  # services it cannot become healthy without
     catalog_client: bool = False  # it calls the Iceberg REST catalog (gets the token)
+    scratch: bool = False  # its temp files go to ctx.scratch_dir, emptied at each start
 
     def prepare(self, ctx: StackContext) -> None:
         """One-time, idempotent set-up before the first start (dirs, initdb...)."""
@@ -191,6 +199,11 @@ def start_process(
     env.pop(ENV_MINIO_USERS, None)
     if not service.catalog_client:  # the catalog's token: only for those that call it
         env.pop(ENV_CATALOG_TOKEN, None)
+    if service.scratch:  # no process of this service runs now: what is there is stale
+        tmp = ctx.scratch_dir(service.name)
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True, mode=0o700)
+        env["TMPDIR"] = str(tmp)
     log = ctx.log_path(service.name)
     with open(log, "ab") as out:
         kwargs: dict = {}

@@ -112,6 +112,7 @@ class GlueApiService(Service):
     depends_on = ("minio", "iceberg-rest")
     port_names = ("glue",)
     catalog_client = True  # its jobs' Spark catalog, and GetTable's Iceberg tables
+    scratch = True  # Spark's temp dirs and jar copies (spark_session follows TMPDIR)
 
     def __init__(self, warm: bool = True) -> None:
         self.warm = warm  # tests with Spark-free jobs skip the JVM start

@@ -89,6 +89,7 @@ class IcebergRestService(Service):
     name = "iceberg-rest"
     depends_on = ("minio",)
     port_names = ("iceberg_rest",)
+    scratch = True  # sqlite-jdbc's native library, extracted at each start
 
     def prepare(self, ctx: StackContext) -> None:
         if not settings.iceberg_rest_jar().exists():
@@ -123,6 +124,7 @@ class IcebergRestService(Service):
         return ProcessSpec(
             argv=[
                 "java", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                f"-Djava.io.tmpdir={ctx.scratch_dir(self.name)}",  # Java ignores TMPDIR
                 "-cp", f"{classes}:{settings.iceberg_rest_jar()}", LAUNCHER_CLASS,
             ],
             env=env,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -45,14 +46,20 @@ def session_conf(
         "spark.sql.warehouse.dir": str(state / "warehouse"),
         # job bookmarks (spark/glue-jvm) live under the state dir, next to the Glue API's
         "spark.cdclab.stateDir": str(state.parent),
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={state / 'derby'}",
+        # the JVM's temp files where this process keeps its own (a supervised service's
+        # TMPDIR is emptied at each start: a killed JVM's never are)
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={state / 'derby'} "
+                                         f"-Djava.io.tmpdir={tempfile.gettempdir()}",
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
         **catalog,
     }
     if settings.ENV_SPARK_MASTER not in env:
         # local mode: the driver's RPC and block manager listen on loopback only
-        conf |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
+        conf |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+                 # block manager files and the jars' copies (a cluster's workers keep
+                 # their own local dirs)
+                 "spark.local.dir": tempfile.gettempdir()}
     conf.update(extra_conf or {})
     return conf
 

@@ -134,8 +134,14 @@ def test_session_conf_local_and_aws(tmp_path, monkeypatch) -> None:
     assert local["spark.sql.catalog.job_catalog.uri"] == "http://127.0.0.1:8"
     assert local["spark.sql.warehouse.dir"].startswith(str(tmp_path))
     assert local["spark.driver.bindAddress"] == local["spark.driver.host"] == "127.0.0.1"
+    # the JVM's temp files and Spark's local dirs follow this process's TMPDIR (a
+    # supervised service's is emptied at each start: a killed JVM's never are)
+    import tempfile
+    assert f"-Djava.io.tmpdir={tempfile.gettempdir()}" in local["spark.driver.extraJavaOptions"]
+    assert local["spark.local.dir"] == tempfile.gettempdir()
     cluster = spark_session.session_conf({**env, "CDCLAB_SPARK_MASTER": "spark://m:7077"})
     assert cluster["spark.master"] == "spark://m:7077" and "spark.driver.host" not in cluster
+    assert "spark.local.dir" not in cluster  # the workers keep their own
     aws = spark_session.session_conf({"CDCLAB_PROFILE": "aws", "CDCLAB_STATE_DIR": "/s"})
     assert aws["spark.sql.catalog.job_catalog.catalog-impl"].endswith("GlueCatalog")
     assert "spark.hadoop.fs.s3a.endpoint" not in aws

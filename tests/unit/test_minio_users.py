@@ -149,3 +149,4 @@ def test_an_older_credentials_file_gets_the_users_and_token_added_0600(tmp_path)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert credentials.load_or_create(tmp_path) == loaded  # embedded: kept from now on
     assert all(credentials.mask(loaded)[k] == "***" for k in later)
+
