@@ -43,6 +43,15 @@ def session_conf(
         "spark.default.parallelism": "2",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
+        # The status store lives even without the UI and keeps 1000 SQL executions (plan
+        # text and metrics), 1000 jobs and stages, 100000 tasks: a warm driver running a
+        # job every few seconds would carry hundreds of MB of it. Glue's drivers live for
+        # one run; ours serves them all.
+        "spark.sql.ui.retainedExecutions": "50",
+        "spark.ui.retainedJobs": "100",
+        "spark.ui.retainedStages": "100",
+        "spark.ui.retainedTasks": "5000",
+        "spark.ui.dagGraph.retainedRootRDDs": "100",
         "spark.sql.warehouse.dir": str(state / "warehouse"),
         # job bookmarks (spark/glue-jvm) live under the state dir, next to the Glue API's
         "spark.cdclab.stateDir": str(state.parent),
