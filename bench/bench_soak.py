@@ -83,8 +83,10 @@ def state_parts(state: Path, p: settings.PipelineSettings) -> dict[str, int]:
 
 DATA_PARTS = ("bronze_objects", "postgres", "silver_data")  # grow with the data by design
 # bounded by count or size, full only after hours: the keeper's rotation (20 MB x 4 per
-# service log, the newest 500 Glue run logs); reported with their growth, judged apart
-CAPPED_PARTS = ("logs",)
+# service log, the newest 500 Glue run logs); reported with their growth, judged apart.
+# "tmp": the JVM services' temp dirs, emptied at each start (one start's jar copies,
+# ~380 MB, plus Spark's shuffle files, which come and go with the runs)
+CAPPED_PARTS = ("logs", "tmp")
 
 
 def growth_pct(values: list[float]) -> float | None:
