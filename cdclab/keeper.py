@@ -77,12 +77,12 @@ class Keeper:
                 if name not in wanted:
                     del lives[name]
             for name in wanted:  # start order: infrastructure before the pipeline
-                self.tend_one(name, lives.setdefault(name, ServiceLife()))
+                self.tend_one(name, lives.setdefault(name, ServiceLife()), wanted)
             if {n: life.to_json() for n, life in lives.items()} != before:
                 self.stack.save_lives(lives)  # only on change: no fsync every second
         return True
 
-    def tend_one(self, name: str, life: ServiceLife) -> None:
+    def tend_one(self, name: str, life: ServiceLife, wanted: list[str]) -> None:
         now = time.time()
         if self.stack.pid_of(name) is not None:
             seen_running(life, now)
@@ -95,6 +95,16 @@ class Keeper:
             log(f"{name} died (exit {exit_text}); restart in "
                 f"{life.next_attempt_at - now:.0f}s (attempt {life.consecutive})")
         if not restart_due(life, now, self.policy):
+            return
+        # A service it needs is down too (killed together): that one comes back first, in
+        # start order; starting this one now could only fail.
+        waiting_for = [d for d in self.stack.services[name].depends_on
+                       if d in wanted and self.stack.pid_of(d) is None]
+        if waiting_for:
+            why = f"waiting for {', '.join(waiting_for)} to be back"
+            if life.last_error != why:
+                life.last_error = why
+                log(f"{name}: {why}")
             return
         log(f"restarting {name} (attempt {life.consecutive})")
         try:

@@ -240,13 +240,16 @@ class Stack:
         return proc
 
     def _needs(self, service: Service) -> Callable[[], str | None]:
-        """While `service` starts: which of the running services it depends on died (the
-        keeper restarts them first, instead of waiting out this one's start-up timeout)."""
-        running = [d for d in service.depends_on if d in self.services
-                   and self.pid_of(d) is not None]
+        """While `service` starts: which of the services it depends on are not running, or
+        died meanwhile. Either way waiting on would only time out while holding the stack
+        lock, so the keeper could not restart them: the start gives up at once."""
+        deps = [d for d in service.depends_on if d in self.services]
+        down = [d for d in deps if self.pid_of(d) is None]
 
         def dead() -> str | None:
-            gone = [d for d in running if self.pid_of(d) is None]
+            if down:
+                return f"{', '.join(down)} not running"
+            gone = [d for d in deps if self.pid_of(d) is None]
             return f"{', '.join(gone)} died while it was starting" if gone else None
         return dead
 

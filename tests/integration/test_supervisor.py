@@ -200,3 +200,18 @@ def test_a_start_that_never_turns_healthy_is_stopped_then_started_again(
              healthy(stack, "minio"), 60, "the keeper to start minio again")
     # counted as the keeper's restart once its set-up is done too
     wait_for(lambda: stack.lives()["minio"].restarts >= 1, 60, "the keeper's restart count")
+
+
+def test_a_start_whose_dependency_is_not_running_fails_at_once(stack: Stack) -> None:
+    """Waiting out a start-up timeout on a dependency that is down holds the stack lock
+    all along (the keeper cannot restart the dependency): the start names it at once."""
+    stack.down(["minio"])
+    try:
+        started = time.monotonic()
+        with pytest.raises(Exception, match="minio not running"):
+            stack.up(["iceberg-rest"])
+        assert time.monotonic() - started < 20
+        assert stack.pid_of("iceberg-rest") is None  # what it started is stopped
+    finally:
+        stack.down(["iceberg-rest"])
+        stack.up(["minio"])

@@ -126,3 +126,30 @@ def test_a_wall_clock_step_back_does_not_postpone_a_restart():
     assert restart_due(life, 7201.0, policy)
     assert restart_due(life, 3600.0, policy)  # ...but not an hour more after a step back
 
+
+
+def test_the_keeper_restarts_what_a_service_needs_before_the_service() -> None:
+    """Postgres and the emitter killed together, the emitter's back-off due first: the
+    keeper must not start the emitter (its start would wait on a dead postgres, holding
+    the stack lock, so postgres would never come back); it waits for postgres."""
+    from types import SimpleNamespace
+
+    from cdclab.keeper import Keeper
+
+    started: list[list[str]] = []
+    running = {"postgres": None, "emitter": None}
+    stack = SimpleNamespace(
+        services={"postgres": SimpleNamespace(depends_on=()),
+                  "emitter": SimpleNamespace(depends_on=("postgres", "minio"))},
+        pid_of=lambda name: running.get(name),
+        up=lambda names, keep: started.append(list(names)),
+        exit_code=lambda name: -9,
+        ctx=SimpleNamespace(log_path=lambda name: f"/nonexistent/{name}.log"),
+    )
+    keeper = Keeper(stack, RestartPolicy(first_delay=0.0))
+    life = ServiceLife()
+    keeper.tend_one("emitter", life, ["postgres", "emitter"])  # minio: not wanted here
+    assert started == [] and life.last_error == "waiting for postgres to be back"
+    running["postgres"] = 4242
+    keeper.tend_one("emitter", life, ["postgres", "emitter"])
+    assert started == [["emitter"]] and life.restarts == 1
