@@ -56,11 +56,16 @@ def connect(gateway: dict) -> SparkContext:
     return SparkContext(gateway=gw, jsc=jsc, conf=SparkConf(_jconf=jsc.sc().conf()))
 
 
+_run_session = None  # the run's JVM session: forgotten by every thread when it ends
+
+
 def open_session(sc: SparkContext, conf: dict[str, str]) -> SparkSession:
     """A fresh session for the run; the JVM's default session stays the runner's."""
     jvm = sc._jvm
     root = jvm.SparkSession.getDefaultSession().get()
     jsession = root.newSession()
+    global _run_session
+    _run_session = jsession
     for key, value in conf.items():
         jsession.conf().set(key, value)
     # PySpark makes the first SparkSession wrapper of a process the JVM's *default* session
@@ -126,6 +131,9 @@ def run(spec: dict) -> dict:
             sc = SparkContext._active_spark_context
             if sc is not None:
                 sc._jvm.org.cdclab.glue.JobRun.clear()
+                # threads started during the run (pools' new workers) inherited its
+                # session as their active one and would keep it alive for good
+                sc._jvm.org.cdclab.glue.ThreadLocals.forget(_run_session)
         sys.stdout.flush()
         sys.stderr.flush()
     return {"state": "SUCCEEDED"}

@@ -286,3 +286,45 @@ def test_a_finished_run_leaves_nothing_bound_in_the_shared_jvm(glue) -> None:
         succeeded(client, "holder")
     per_run = (bound() - before) / runs
     assert per_run < 10, f"each run left {per_run:.0f} JVM objects bound (~90 before the fix)"
+
+
+STARTS_A_THREAD = """
+    import uuid
+    from pyspark.sql import SparkSession
+    spark = SparkSession.builder.getOrCreate()
+    jvm = spark._jvm
+    # a JVM thread started during the run, as a pool's new worker would be: it inherits
+    # the run's session; kept running past the run (the test ends it)
+    timer = jvm.java.util.Timer("cdclab-test-run-thread", True)
+    jvm.java.lang.System.getProperties().put("cdclab.test.timer." + str(uuid.uuid4()), timer)
+    assert spark.range(3).count() == 3
+"""
+
+
+def live_sessions(jvm) -> int:
+    """SparkSession objects alive in the driver (jcmd's histogram runs a full GC first)."""
+    pid = str(jvm.java.lang.ProcessHandle.current().pid())
+    out = subprocess.run(["jcmd", pid, "GC.class_histogram"], capture_output=True,
+                         text=True, timeout=120, check=True).stdout
+    return sum(int(line.split()[1]) for line in out.splitlines()
+               if line.split()[-1:] == ["org.apache.spark.sql.SparkSession"])
+
+
+def test_threads_a_run_started_do_not_keep_its_session(glue) -> None:
+    """Spark's active session is an inheritable thread local: a pool thread created during
+    a run kept that run's session (catalogs, tables, file listings) alive for as long as
+    the thread lived; the warm driver gathered hundreds and filled its heap."""
+    client, _server, tmp_path = glue
+    job(client, tmp_path, "threads", STARTS_A_THREAD)
+    jvm = glue_session()._jvm
+    props = jvm.java.lang.System.getProperties()
+    try:
+        succeeded(client, "threads")
+        before, runs = live_sessions(jvm), 3
+        for _ in range(runs):
+            succeeded(client, "threads")
+        assert live_sessions(jvm) - before < runs - 1, "threads keep the runs' sessions"
+    finally:
+        for key in [k for k in props.stringPropertyNames() if k.startswith("cdclab.test.timer.")]:
+            props.get(key).cancel()
+            props.remove(key)

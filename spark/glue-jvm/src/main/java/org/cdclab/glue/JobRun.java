@@ -70,7 +70,9 @@ public final class JobRun {
   }
 
   public static void clear() {
+    JobRun run = CURRENT.get();
     CURRENT.remove();
+    ThreadLocals.forget(run); // copies threads started during the run inherited
   }
 
   public String jobName() {
