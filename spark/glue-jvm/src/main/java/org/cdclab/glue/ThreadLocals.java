@@ -1,30 +1,40 @@
 package org.cdclab.glue;
 
 import java.lang.reflect.Field;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.spark.sql.SparkSession;
+import scala.Option;
 
 /**
  * Forgets a finished run's objects that other threads inherited.
  *
  * <p>Spark's active session and {@link JobRun#current()} are inheritable thread locals: a
- * thread a run's code creates (a pool's new worker: block manager, S3A transfers, broadcast
- * exchange) keeps a copy of that run's session for its whole life. On Glue the driver ends
- * with the run; our warm driver serves every run, and pool threads outlive them, so each
- * kept one old session (its catalogs, tables and file listings) alive: hundreds of sessions
- * and a full heap after half an hour of runs. Needs {@code --add-opens
+ * thread created while a run's session (or a clone of it: Spark's cache manager and
+ * adaptive execution clone sessions) is active keeps a copy for its whole life. That covers
+ * pools' new workers (broadcast exchange, S3A transfers) and the shutdown-hook threads
+ * Iceberg registers for its worker pools, which are never started and never go away. On
+ * Glue the driver ends with the run; our warm driver serves every run, so each such thread
+ * kept an old session (catalogs, tables, file listings) alive: a heap dump after five
+ * minutes of soak showed 124 sessions held this way. Needs {@code --add-opens
  * java.base/java.lang=ALL-UNNAMED}, which Spark's launcher passes on Java 17.
  */
 public final class ThreadLocals {
   private ThreadLocals() {}
 
   /**
-   * Clears every thread's inherited copy of {@code value} (compared by identity); the
-   * number cleared, or -1 when the JVM does not let us look (no add-opens).
+   * Clears every thread's inherited copy of {@code value} (by identity) and, for a session,
+   * of its clones; the number cleared, or -1 when the JVM does not let us look.
    */
   public static int forget(Object value) {
     return visit(value, true);
   }
 
-  /** How many threads hold an inherited copy of {@code value}. */
+  /** How many threads (running, or registered as shutdown hooks) hold such a copy. */
   public static int holders(Object value) {
     return visit(value, false);
   }
@@ -34,29 +44,19 @@ public final class ThreadLocals {
       return 0;
     }
     try {
-      Field mapField = Thread.class.getDeclaredField("inheritableThreadLocals");
-      mapField.setAccessible(true);
+      List<Object[]> entries = inheritedEntries(); // {entry, value field}
+      Set<Object> family = Collections.newSetFromMap(new IdentityHashMap<>());
+      family.add(value);
+      if (value instanceof SparkSession) {
+        addClones((SparkSession) value, entries, family);
+      }
       int found = 0;
-      for (Thread thread : Thread.getAllStackTraces().keySet()) {
-        Object map = mapField.get(thread);
-        if (map == null) {
-          continue;
-        }
-        Field tableField = map.getClass().getDeclaredField("table");
-        tableField.setAccessible(true);
-        Object[] table = (Object[]) tableField.get(map);
-        for (Object entry : table) {
-          if (entry == null) {
-            continue;
-          }
-          Field valueField = entry.getClass().getDeclaredField("value");
-          valueField.setAccessible(true);
-          if (valueField.get(entry) == value) {
-            found++;
-            if (clear) {
-              // the thread then has no active session (Spark falls back to the default)
-              valueField.set(entry, null);
-            }
+      for (Object[] e : entries) {
+        Field valueField = (Field) e[1];
+        if (family.contains(valueField.get(e[0]))) {
+          found++;
+          if (clear) {
+            valueField.set(e[0], null); // no active session there: Spark uses the default
           }
         }
       }
@@ -64,5 +64,69 @@ public final class ThreadLocals {
     } catch (ReflectiveOperationException | RuntimeException e) {
       return -1; // InaccessibleObjectException without the add-opens: leave them be
     }
+  }
+
+  /** Sessions cloned from the run's session, or from its clones, that threads hold. */
+  private static void addClones(SparkSession run, List<Object[]> entries, Set<Object> family)
+      throws ReflectiveOperationException {
+    Field parent = SparkSession.class.getDeclaredField("parentSessionState");
+    parent.setAccessible(true);
+    Set<Object> states = Collections.newSetFromMap(new IdentityHashMap<>());
+    states.add(run.sessionState());
+    boolean grew = true;
+    while (grew) {
+      grew = false;
+      for (Object[] e : entries) {
+        Object v = ((Field) e[1]).get(e[0]);
+        if (v instanceof SparkSession && !family.contains(v)) {
+          Option<?> p = (Option<?>) parent.get(v);
+          if (p != null && p.isDefined() && states.contains(p.get())) {
+            family.add(v);
+            states.add(((SparkSession) v).sessionState());
+            grew = true;
+          }
+        }
+      }
+    }
+  }
+
+  private static List<Object[]> inheritedEntries() throws ReflectiveOperationException {
+    Field mapField = Thread.class.getDeclaredField("inheritableThreadLocals");
+    mapField.setAccessible(true);
+    List<Object[]> out = new ArrayList<>();
+    for (Thread thread : threads()) {
+      Object map = mapField.get(thread);
+      if (map == null) {
+        continue;
+      }
+      Field tableField = map.getClass().getDeclaredField("table");
+      tableField.setAccessible(true);
+      for (Object entry : (Object[]) tableField.get(map)) {
+        if (entry != null) {
+          Field valueField = entry.getClass().getDeclaredField("value");
+          valueField.setAccessible(true);
+          out.add(new Object[] {entry, valueField});
+        }
+      }
+    }
+    return out;
+  }
+
+  /** Live threads, and shutdown hooks: created (so inheriting) but not started. */
+  private static Set<Thread> threads() throws ReflectiveOperationException {
+    Set<Thread> all = Collections.newSetFromMap(new IdentityHashMap<>());
+    all.addAll(Thread.getAllStackTraces().keySet());
+    Class<?> hooksClass = Class.forName("java.lang.ApplicationShutdownHooks");
+    Field hooksField = hooksClass.getDeclaredField("hooks");
+    hooksField.setAccessible(true);
+    synchronized (hooksClass) {
+      Map<?, ?> hooks = (Map<?, ?>) hooksField.get(null);
+      if (hooks != null) {
+        for (Object hook : hooks.keySet()) {
+          all.add((Thread) hook);
+        }
+      }
+    }
+    return all;
   }
 }
