@@ -44,19 +44,19 @@ public final class ThreadLocals {
       return 0;
     }
     try {
-      List<Object[]> entries = inheritedEntries(); // {entry, value field}
+      List<Object> entries = inheritedEntries();
+      Field valueField = entryValueField();
       Set<Object> family = Collections.newSetFromMap(new IdentityHashMap<>());
       family.add(value);
       if (value instanceof SparkSession) {
-        addClones((SparkSession) value, entries, family);
+        addClones((SparkSession) value, entries, valueField, family);
       }
       int found = 0;
-      for (Object[] e : entries) {
-        Field valueField = (Field) e[1];
-        if (family.contains(valueField.get(e[0]))) {
+      for (Object entry : entries) {
+        if (family.contains(valueField.get(entry))) {
           found++;
           if (clear) {
-            valueField.set(e[0], null); // no active session there: Spark uses the default
+            valueField.set(entry, null); // no active session there: Spark uses the default
           }
         }
       }
@@ -67,8 +67,8 @@ public final class ThreadLocals {
   }
 
   /** Sessions cloned from the run's session, or from its clones, that threads hold. */
-  private static void addClones(SparkSession run, List<Object[]> entries, Set<Object> family)
-      throws ReflectiveOperationException {
+  private static void addClones(SparkSession run, List<Object> entries, Field valueField,
+      Set<Object> family) throws ReflectiveOperationException {
     Field parent = SparkSession.class.getDeclaredField("parentSessionState");
     parent.setAccessible(true);
     Set<Object> states = Collections.newSetFromMap(new IdentityHashMap<>());
@@ -76,8 +76,8 @@ public final class ThreadLocals {
     boolean grew = true;
     while (grew) {
       grew = false;
-      for (Object[] e : entries) {
-        Object v = ((Field) e[1]).get(e[0]);
+      for (Object entry : entries) {
+        Object v = valueField.get(entry);
         if (v instanceof SparkSession && !family.contains(v)) {
           Option<?> p = (Option<?>) parent.get(v);
           if (p != null && p.isDefined() && states.contains(p.get())) {
@@ -90,26 +90,32 @@ public final class ThreadLocals {
     }
   }
 
-  private static List<Object[]> inheritedEntries() throws ReflectiveOperationException {
+  /** Every thread's inherited thread-local entries (ThreadLocal.ThreadLocalMap.Entry). */
+  private static List<Object> inheritedEntries() throws ReflectiveOperationException {
     Field mapField = Thread.class.getDeclaredField("inheritableThreadLocals");
     mapField.setAccessible(true);
-    List<Object[]> out = new ArrayList<>();
+    Field tableField = Class.forName("java.lang.ThreadLocal$ThreadLocalMap")
+        .getDeclaredField("table");
+    tableField.setAccessible(true);
+    List<Object> out = new ArrayList<>();
     for (Thread thread : threads()) {
       Object map = mapField.get(thread);
-      if (map == null) {
-        continue;
-      }
-      Field tableField = map.getClass().getDeclaredField("table");
-      tableField.setAccessible(true);
-      for (Object entry : (Object[]) tableField.get(map)) {
-        if (entry != null) {
-          Field valueField = entry.getClass().getDeclaredField("value");
-          valueField.setAccessible(true);
-          out.add(new Object[] {entry, valueField});
+      if (map != null) {
+        for (Object entry : (Object[]) tableField.get(map)) {
+          if (entry != null) {
+            out.add(entry);
+          }
         }
       }
     }
     return out;
+  }
+
+  private static Field entryValueField() throws ReflectiveOperationException {
+    Field f = Class.forName("java.lang.ThreadLocal$ThreadLocalMap$Entry")
+        .getDeclaredField("value");
+    f.setAccessible(true);
+    return f;
   }
 
   /** Live threads, and shutdown hooks: created (so inheriting) but not started. */
