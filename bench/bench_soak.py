@@ -5,14 +5,15 @@
 
 A fresh stack in a temporary state dir: seed, full load, then a randomized workload at
 `--rate` row changes per second for `--minutes`, sampling every service's process tree
-RSS (the Glue API's Spark driver and run processes included) and the state dir's size by
-part. Growth is measured over the second half of the soak: the median of its last quarter
-against the median of its third quarter (medians ride out a run process or a merge in
-flight), in percent; the target is <= 5 % for every process and for the pipeline's own
-state. Data that grows with the workload by design is reported apart: bronze objects
-(DMS files, kept for audit as on S3), the source database, silver's data files (the
-source table grows: the workload inserts more than it deletes). At the end the pipeline
-drains and silver is reconciled with the source.
+RSS (the Glue API's Spark driver and run processes included), the state dir's size by
+part, and, every few samples, the JVMs' live heap (after a full GC). Growth is measured
+over the second half of the soak: the median of its last quarter against the median of
+its third quarter (medians ride out a run process or a merge in flight), in percent; the
+target is <= 5 % for every process and for the pipeline's own state. Data that grows
+with the workload by design is reported apart: bronze objects (DMS files, kept for audit
+as on S3), the source database, silver's data files (the source table grows: the
+workload inserts more than it deletes). At the end the pipeline drains and silver is
+reconciled with the source.
 
 The Glue job's upkeep runs with a short schedule (`--maintenance-interval-minutes`,
 `--snapshot-retention-minutes`) so that the soak reaches its steady state; with the
@@ -39,6 +40,8 @@ from tests.resources.stack_dirs import temp_state_dir  # noqa: E402
 
 TARGET_GROWTH_PCT = 5.0
 CHUNK_SECONDS = 10.0  # the workload's rate is re-aimed at changes/s every chunk
+HEAP_EVERY = 4  # live heap every 4th sample: the histogram's full GC pauses the JVM
+JVM_SERVICES = ("glue", "iceberg-rest")
 
 
 def tree_rss(pid: int) -> int:
@@ -55,6 +58,33 @@ def tree_rss(pid: int) -> int:
         with contextlib.suppress(psutil.Error):  # gone since the listing
             total += q.memory_info().rss
     return total
+
+
+def jvm_live_heap(pid: int) -> int | None:
+    """Live heap of the JVMs in a process tree, bytes: jcmd's class histogram runs a full
+    GC first, so this is what is still reachable (RSS stops moving once the heap is
+    committed, so it cannot see a leak inside the heap). None: no JVM, or no jcmd."""
+    import subprocess
+
+    import psutil
+
+    try:
+        p = psutil.Process(pid)
+        javas = [q.pid for q in (p, *p.children(recursive=True)) if q.name() == "java"]
+    except psutil.Error:
+        return None
+    total, seen = 0, False
+    for jpid in javas:
+        try:
+            out = subprocess.run(["jcmd", str(jpid), "GC.class_histogram"],
+                                 capture_output=True, text=True, timeout=120).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        last = out.strip().splitlines()[-1:] or [""]
+        words = last[0].split()  # "Total <instances> <bytes>"
+        if words[:1] == ["Total"] and len(words) == 3:
+            total, seen = total + int(words[2]), True
+    return total if seen else None
 
 
 def state_parts(state: Path, p: settings.PipelineSettings) -> dict[str, int]:
@@ -258,7 +288,9 @@ def soak(args: argparse.Namespace, state: Path) -> dict:
             except Exception as e:  # a view is for people: never stops the soak
                 view = {"error": f"{type(e).__name__}: {e}"}
                 say(f"{at:.0f}s: no pipeline view ({view['error'][:200]})")
-            samples.append({"t": round(at, 1), "rss": rss, "state": parts,
+            heap = ({n: jvm_live_heap(pid) if (pid := stack.pid_of(n)) else None
+                     for n in JVM_SERVICES} if len(samples) % HEAP_EVERY == 0 else None)
+            samples.append({"t": round(at, 1), "rss": rss, "state": parts, "heap": heap,
                             "waiting": view.get("objects_waiting")})
             worker.join(max(0.0, args.sample_seconds - (time.monotonic() - started - at)))
         workload_seconds = time.monotonic() - started
@@ -292,6 +324,15 @@ def summarize(args, samples, report, workload_seconds, runs, timings, equal,
                            "rss_mib_last": round(series[-1], 1),
                            "rss_mib_max": round(max(series), 1),
                            "growth_pct_last_half": growth_pct(series)}
+    heaps = {}
+    for name in JVM_SERVICES:
+        series = [s["heap"][name] / 2**20 for s in samples
+                  if s.get("heap") and s["heap"].get(name) is not None]
+        if series:
+            heaps[name] = {"live_mib_first": round(series[0], 1),
+                           "live_mib_last": round(series[-1], 1),
+                           "live_mib_max": round(max(series), 1), "samples": len(series),
+                           "growth_pct_last_half": growth_pct(series)}
     parts = sorted({k for s in samples for k in s["state"]})
     state_by_part = {}
     for part in parts:
@@ -320,6 +361,9 @@ def summarize(args, samples, report, workload_seconds, runs, timings, equal,
                      if workload_seconds else None},
         "samples": len(samples),
         "process_rss": processes,
+        # not part of within_target (the issue's measure is RSS): a leak inside a
+        # committed heap shows here first; a run in flight at a sample adds its objects
+        "jvm_live_heap": heaps,
         "state_dir": {
             "pipeline_state_mib_last": round(own[-1] / 2**20, 2),
             "pipeline_state_growth_pct_last_half": growth_pct(own),
