@@ -133,6 +133,8 @@ def glue_default_arguments(
         "--enable-continuous-cloudwatch-log": "true",
         # the job's own parameter (read with getResolvedOptions): the tables it merges
         "--tables_config": p.tables_config,
+        # written when a run leaves input for later; the Lambda starts the next run
+        "--backlog_marker": p.backlog_marker(),
         **input_cap_arguments(p),
         **maintenance_arguments(p),
     }

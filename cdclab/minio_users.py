@@ -7,8 +7,10 @@ a user of its own, created (idempotently) by the MinIO service once it is up:
 | service | may |
 |---|---|
 | emitter | list, read, write, delete (incl. multipart) under s3://<bronze>/<DMS folder>/ |
-| watcher (Lambda) | list, read, delete under the watched prefix; write under quarantine/ |
-| glue (its jobs) | read bronze and scripts (incl. table specs); write silver, scripts/temp/ |
+| watcher (Lambda) | list, read, delete under the watched prefix; write under quarantine/; |
+| | read and write the jobs' backlog markers (scripts/jobs/*.backlog) |
+| glue (its jobs) | read bronze and scripts (incl. table specs); write silver, scripts/temp/, |
+| | the backlog markers |
 | iceberg-rest | read, write, delete under s3://<silver>/<warehouse prefix>/ |
 
 The keys travel as one configuration value, CDCLAB_MINIO_USERS
@@ -93,17 +95,22 @@ def policy(name: str, p: settings.PipelineSettings) -> dict:
     lake = p.lake
     dms_folder = p.dms.bucket_folder.strip("/")
     read, write, delete = ["s3:GetObject"], ["s3:PutObject", *MULTIPART], ["s3:DeleteObject"]
+    job_files = p.job_files_prefix.removeprefix(f"s3://{lake.scripts_bucket}/").strip("/")
+    markers = f"arn:aws:s3:::{lake.scripts_bucket}/{job_files}/*{settings.BACKLOG_SUFFIX}"
     if name == "emitter":
         statements = [_list(lake.bronze_bucket, dms_folder),
                       _allow(read + write + delete, _objects(lake.bronze_bucket, dms_folder))]
     elif name == "watcher":
         statements = [_list(lake.bronze_bucket, p.watched_prefix),
                       _allow(read + delete, _objects(lake.bronze_bucket, p.watched_prefix)),
-                      _allow(write, _objects(lake.bronze_bucket, lake.quarantine_prefix))]
+                      _allow(write, _objects(lake.bronze_bucket, lake.quarantine_prefix)),
+                      # HeadObject: 404 for a missing marker needs ListBucket, else 403
+                      _list(lake.scripts_bucket, job_files), _allow(read + write, markers)]
     elif name == "glue":
         statements = [_list(lake.bronze_bucket), _allow(read, _objects(lake.bronze_bucket)),
                       _list(lake.scripts_bucket), _allow(read, _objects(lake.scripts_bucket)),
                       _allow(write + delete, _objects(lake.scripts_bucket, SCRIPTS_TEMP)),
+                      _allow(write + delete, markers),
                       _list(lake.silver_bucket),
                       _allow(read + write + delete, _objects(lake.silver_bucket))]
     elif name == "iceberg-rest":

@@ -53,6 +53,7 @@ ENV_AWS_REGION = "AWS_REGION"  # what the AWS SDKs for Java read (boto3 reads AW
 # A Glue job tagged so is started with the pipeline's job for every batch of new bronze
 # objects (the local watcher finds them with ListJobs; `cdclab job add --trigger` tags)
 TRIGGER_TAG, TRIGGER_ON_BRONZE = "cdclab:trigger", "bronze-object"
+BACKLOG_SUFFIX = ".backlog"  # <job>.backlog beside the job's script: input waits
 LOCAL_ACCOUNT = "000000000000"  # the account id of the local Glue API's ARNs
 
 DEFAULT_REGION = "us-east-1"
@@ -218,10 +219,17 @@ class GlueJobSettings:
     # rest waits for the next run; AWS supports one boundary, so a size replaces the count
     bounded_files: int = 500
     bounded_size_bytes: int = 0
+    # a run that leaves input for later writes the job's backlog marker; the Lambda starts
+    # the next run when the run's "Glue Job State Change" arrives, and every this many
+    # minutes (EventBridge delivers Glue's events best effort). 0: no sweep
+    backlog_sweep_minutes: float = 10
 
     def __post_init__(self) -> None:
         if self.bounded_files < 0 or self.bounded_size_bytes < 0:
             raise ValueError("[glue_job] bounded_files / bounded_size_bytes must be >= 0")
+        if self.backlog_sweep_minutes != 0 and not 1 <= self.backlog_sweep_minutes <= 1440:
+            # EventBridge's rate() takes whole minutes, at least 1
+            raise ValueError("[glue_job] backlog_sweep_minutes must be 0 (off) or 1..1440")
 
 
 MIN_ORPHAN_FILE_AGE_HOURS = 24  # a file younger may belong to a write still in progress
@@ -295,8 +303,19 @@ class PipelineSettings:
     def tables_config(self) -> str:
         """Where the generic job's table specs live (its --tables_config argument): beside
         the script, which the job's role may read."""
+        return f"{self.job_files_prefix}{self.glue_job.name}.tables.json"
+
+    @property
+    def job_files_prefix(self) -> str:
+        """s3://<scripts>/<script's folder>/: the job's script, table specs and backlog
+        markers (`<job>.backlog`, written by the job, read by the Lambda)."""
         folder = self.glue_job.script.rsplit("/", 1)[0]
-        return f"s3://{self.lake.scripts_bucket}/{folder}/{self.glue_job.name}.tables.json"
+        return f"s3://{self.lake.scripts_bucket}/{folder}/"
+
+    def backlog_marker(self, job_name: str | None = None) -> str:
+        """The object a run of the job writes when it left input for later (and deletes
+        when it left none): `--backlog_marker`."""
+        return f"{self.job_files_prefix}{job_name or self.glue_job.name}{BACKLOG_SUFFIX}"
 
     @property
     def script_path(self) -> Path:

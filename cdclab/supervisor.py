@@ -65,17 +65,18 @@ def all_services() -> list[Service]:
     from cdclab.services.iceberg_rest import IcebergRestService
     from cdclab.services.minio import MinioService
     from cdclab.services.postgres import PostgresService
-    from cdclab.services.watcher import ENV_FULL_SCAN, WatcherService
+    from cdclab.services.watcher import ENV_FULL_SCAN, ENV_SWEEP, WatcherService
 
     # options from the environment: a container runs the service a test asked for
-    full_scan = os.environ.get(ENV_FULL_SCAN)
+    full_scan, sweep = os.environ.get(ENV_FULL_SCAN), os.environ.get(ENV_SWEEP)
     return [
         PostgresService(),
         MinioService(),
         IcebergRestService(),
         GlueApiService(warm=os.environ.get(ENV_GLUE_WARM, "1") != "0"),
         EmitterService(),
-        WatcherService(full_scan_seconds=float(full_scan) if full_scan else None),
+        WatcherService(full_scan_seconds=float(full_scan) if full_scan else None,
+                       sweep_seconds=float(sweep) if sweep else None),
     ]
 
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from deploy import ensure_compute, ensure_dms, ensure_storage
+from deploy import ensure_compute, ensure_dms, ensure_events, ensure_storage
 from deploy.awsutil import Context
 from deploy.plan import Plan, Resource
 
@@ -21,6 +21,7 @@ HANDLERS: dict[str, Handler] = {
     "glue-job": ensure_compute.ensure_job,
     "lambda-function": ensure_compute.ensure_lambda,
     "lambda-permission": ensure_compute.ensure_permission,
+    "events-rule": ensure_events.ensure_rule,
     "s3-notification": ensure_storage.ensure_notification,
     "dms-replication-instance": ensure_dms.ensure_instance,
     "dms-endpoint": ensure_dms.ensure_endpoint,

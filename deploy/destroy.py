@@ -12,7 +12,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from deploy import ensure_dms
+from deploy import ensure_dms, ensure_events
 from deploy.apply import Outcome, summary
 from deploy.awsutil import Context, is_not_found, is_ours, tag_dict
 from deploy.ensure_compute import glue_arn
@@ -201,6 +201,7 @@ REMOVERS: dict[str, Callable[[Context, Resource], str]] = {
     "glue-job": _job,
     "lambda-function": _lambda,
     "lambda-permission": _permission,
+    "events-rule": ensure_events.remove_rule,
     "dms-replication-task": _dms(
         ensure_dms.find_task,
         "ReplicationTaskArn",

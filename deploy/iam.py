@@ -52,6 +52,14 @@ def _list_prefix(sid: str, bucket: str, prefix: str) -> dict[str, Any]:
     )
 
 
+def _marker_key(n: StackNames, p: PipelineSettings) -> str:
+    return p.backlog_marker().removeprefix(f"s3://{n.scripts_bucket}/")
+
+
+def _marker(n: StackNames, p: PipelineSettings) -> str:
+    return f"arn:aws:s3:::{n.scripts_bucket}/{_marker_key(n, p)}"
+
+
 def glue_job_policy(n: StackNames, p: PipelineSettings, *, temp_prefix: str) -> Policy:
     """Read bronze files and the script, write the silver warehouse, use this database."""
     region, account, db = n.region, n.account_id, p.lake.glue_database
@@ -69,6 +77,10 @@ def glue_job_policy(n: StackNames, p: PipelineSettings, *, temp_prefix: str) -> 
                [_objects(n.bronze_bucket, p.watched_prefix)]),
         _list_prefix("ListBronze", n.bronze_bucket, p.watched_prefix),
         _allow("ReadScript", ["s3:GetObject"], [_objects(n.scripts_bucket, script_prefix)]),
+        # the run's backlog marker: written when it left input for later, deleted when not
+        _allow("BacklogMarker", ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+               [_marker(n, p)]),
+        _list_prefix("SeeBacklogMarker", n.scripts_bucket, _marker_key(n, p)),
         _allow(
             "TempDir",
             ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
@@ -111,14 +123,18 @@ def glue_job_policy(n: StackNames, p: PipelineSettings, *, temp_prefix: str) -> 
 
 def lambda_policy(n: StackNames, p: PipelineSettings, *, job_name: str) -> Policy:
     """Check new bronze objects (read), move a bad one to the quarantine prefix (write
-    there, delete in bronze); start (and look at runs of) this one Glue job; write this
-    function's logs."""
+    there, delete in bronze); see and write the job's backlog marker; start (and look at runs of)
+    this one Glue job; write this function's logs."""
     log_group = f"arn:aws:logs:{n.region}:{n.account_id}:log-group:/aws/lambda/{n.lambda_function}"
     quarantine = p.lake.quarantine_prefix.strip("/")
     return _doc(
         _allow("CheckAndMoveBronzeObjects", ["s3:GetObject", "s3:DeleteObject"],
                [_objects(n.bronze_bucket, p.watched_prefix)]),
         _allow("WriteQuarantine", ["s3:PutObject"], [_objects(n.bronze_bucket, quarantine)]),
+        # the job's backlog marker: HeadObject (404 when absent needs ListBucket), and
+        # written when a file lands while a run is going
+        _allow("BacklogMarker", ["s3:GetObject", "s3:PutObject"], [_marker(n, p)]),
+        _list_prefix("SeeBacklogMarker", n.scripts_bucket, _marker_key(n, p)),
         _allow(
             "StartThisJob",
             ["glue:StartJobRun", "glue:GetJobRun", "glue:GetJobRuns"],

@@ -1,5 +1,5 @@
-"""The Lambda deployment zip: lambda_shim/lambda_function.py and the module it imports
-(object_gate.py) at the archive root.
+"""The Lambda deployment zip: lambda_shim/lambda_function.py and the modules it imports
+(object_gate.py, eventbridge_events.py) at the archive root.
 
 Deterministic (fixed timestamp and permissions) so the same source always gives the
 same CodeSha256 and a second deploy sees nothing to update.
@@ -16,7 +16,8 @@ from pathlib import Path
 from deploy.options import DeployError
 
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)
-COMPANIONS = ("object_gate.py",)  # beside the handler in the repo and in the zip
+# beside the handler in the repo and in the zip
+COMPANIONS = ("object_gate.py", "eventbridge_events.py")
 
 
 def build_zip(source: Path, companions: tuple[str, ...] = COMPANIONS) -> bytes:

@@ -99,6 +99,19 @@ class StackNames:
         return f"{self.stack}-start-glue-job"
 
     @property
+    def job_ended_rule(self) -> str:
+        """EventBridge rule: the job's runs that SUCCEEDED -> the Lambda (backlog)."""
+        return f"{self.stack}-glue-run-ended"
+
+    @property
+    def sweep_rule(self) -> str:
+        """EventBridge rule: the backlog sweep's schedule -> the Lambda."""
+        return f"{self.stack}-backlog-sweep"
+
+    def rule_arn(self, rule: str) -> str:
+        return f"arn:aws:events:{self.region}:{self.account_id}:rule/{rule}"
+
+    @property
     def notification_id(self) -> str:
         return f"{self.stack}-bronze-csv-to-lambda"
 

@@ -39,6 +39,7 @@ KINDS = (
     "glue-job",
     "lambda-function",
     "lambda-permission",
+    "events-rule",
     "s3-notification",
     "dms-replication-instance",
     "dms-endpoint",
@@ -251,6 +252,7 @@ def build_plan(p: PipelineSettings, opts: DeployOptions,
                 "SourceAccount": opts.account_id,
             },
         ),
+        *_backlog_rules(pa, opts, n, tags),
         Resource(
             "s3-notification",
             f"{n.bronze_bucket}/{n.notification_id}",
@@ -278,6 +280,51 @@ def build_plan(p: PipelineSettings, opts: DeployOptions,
             "--create-source-endpoint ... or --source-endpoint-arn)."
         )
     return Plan(opts, n, pa, res, notes)
+
+
+def _backlog_rules(
+    pa: PipelineSettings, opts: DeployOptions, n: StackNames, tags: dict[str, str]
+) -> list[Resource]:
+    """EventBridge -> the Lambda: each run of the job that SUCCEEDED (a run that left
+    input for later wrote its backlog marker) and the sweep's schedule (Glue's events are
+    best effort). The Lambda starts the next run while the marker exists."""
+    rules = [(n.job_ended_rule, "events-run-ended", {"EventPattern": json.dumps({
+        "source": ["aws.glue"], "detail-type": ["Glue Job State Change"],
+        "detail": {"jobName": [pa.glue_job.name], "state": ["SUCCEEDED"]}})},
+        "a run of the job SUCCEEDED: start the next one if it left input for later")]
+    minutes = round(pa.glue_job.backlog_sweep_minutes)
+    if minutes > 0:
+        rate = f"rate({minutes} minute{'s' if minutes > 1 else ''})"
+        rules.append((n.sweep_rule, "events-sweep", {"ScheduleExpression": rate},
+                      "the backlog sweep: EventBridge delivers Glue's events best effort"))
+    res = []
+    for rule, sid, trigger, why in rules:
+        res.append(Resource(
+            "lambda-permission",
+            f"{n.lambda_function}/{sid}",
+            {
+                "FunctionName": n.lambda_function,
+                "StatementId": f"{opts.stack}-{sid}",
+                "Action": "lambda:InvokeFunction",
+                "Principal": "events.amazonaws.com",
+                "SourceArn": n.rule_arn(rule),
+                "SourceAccount": opts.account_id,
+            },
+        ))
+        res.append(Resource(
+            "events-rule",
+            rule,
+            {
+                "Name": rule,
+                **trigger,
+                "State": "ENABLED",
+                "Description": why,
+                "Targets": [{"Id": "bronze-trigger", "Arn": n.lambda_arn}],
+                "Tags": tags,
+            },
+            why,
+        ))
+    return res
 
 
 def _dms_resources(

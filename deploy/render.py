@@ -14,7 +14,8 @@ SECTIONS = (
     ("Job script", ("s3-object",)),
     ("IAM roles (inline least-privilege policies)", ("iam-role",)),
     ("Glue Data Catalog and job", ("glue-database", "glue-table", "glue-job")),
-    ("Lambda trigger", ("lambda-function", "lambda-permission", "s3-notification")),
+    ("Lambda trigger", ("lambda-function", "lambda-permission", "events-rule",
+                        "s3-notification")),
     ("DMS", ("dms-replication-instance", "dms-endpoint", "dms-replication-task")),
 )
 

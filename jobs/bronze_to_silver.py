@@ -638,6 +638,62 @@ def merge_tombstones(spark, spec: dict, latest_view: str) -> None:
     """)
 
 
+MARKER_CLOCK_MARGIN_MS = 2000  # S3's clock vs the driver's: keep a marker when unsure
+
+
+def keep_marker(written_ms: int, started_ms: int, body: str) -> bool:
+    """Keep a marker this run found at its end (having left nothing for later)? Only one
+    the Lambda wrote after this run started: a file landed too late for this run's
+    listing. A marker a run wrote is older than this run's listing (one run at a time),
+    so this run has read what it announced."""
+    if written_ms < started_ms - MARKER_CLOCK_MARGIN_MS:
+        return False
+    try:
+        return json.loads(body).get("source") != "job"
+    except (ValueError, AttributeError):
+        return True  # unreadable: keep it, a follow-up run costs little
+
+
+def read_text(spark, fs, path) -> str:
+    stream = fs.open(path)
+    try:
+        return spark._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+    finally:
+        stream.close()
+
+
+def signal_backlog(spark, marker: str, run_id: str, per_table: dict[str, dict],
+                   started_ms: int, every_table: bool = True) -> None:
+    """Write the job's backlog marker when a table's input was left for later; delete it
+    when none was (only a run of every table knows that), unless it was written after
+    this run started: the Lambda writes it when a file lands while a run is going, and
+    this run's listing was too early to see that file. The Lambda starts the next run
+    while the marker exists (docs/operations.md). A failure is logged and never fails
+    the run: the merge is done, and the next upload or the sweep starts the next run."""
+    waiting = sorted(name for name, m in per_table.items() if m.get("backlog"))
+    try:
+        jvm = spark._jvm
+        path = jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(marker))
+        fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
+        if waiting:
+            body = json.dumps({"source": "job", "run_id": run_id, "tables": waiting,
+                               "written_at": int(time.time() * 1000)}).encode()
+            out = fs.create(path, True)
+            try:
+                out.write(bytearray(body))
+            finally:
+                out.close()
+            log(f"input left for later in {waiting}: wrote {marker}")
+        elif every_table and fs.exists(path):
+            written = fs.getFileStatus(path).getModificationTime()
+            if keep_marker(written, started_ms, read_text(spark, fs, path)):
+                log(f"{marker}: input landed during this run: kept")
+            else:
+                fs.delete(path, False)
+    except Exception as e:
+        log(f"WARNING: backlog marker {marker} not updated: {type(e).__name__}: {e}")
+
+
 def optional_arg(name: str) -> str | None:
     """An optional job argument (getResolvedOptions only knows required ones)."""
     from awsglue.utils import getResolvedOptions
@@ -653,6 +709,7 @@ def main() -> None:
 
     # JOB_RUN_ID is one of Glue's reserved arguments: getResolvedOptions always resolves
     # it (None when absent) and naming it in the list raises "conflicting option string".
+    started_ms = int(time.time() * 1000)  # before any listing: see signal_backlog
     args = getResolvedOptions(sys.argv, ["JOB_NAME", "tables_config"])
     run_id = args.get("JOB_RUN_ID") or f"manual-{uuid.uuid4()}"
     compact_after = int(optional_arg("compact_after_files") or MAX_FILES_BEFORE_COMPACTION)
@@ -690,6 +747,8 @@ def main() -> None:
     metrics = {"job": args["JOB_NAME"], **summarize(run_id, per_table),
                "backlog": any(m["backlog"] for m in per_table.values())}
     print("CDCLAB_METRICS " + json.dumps(metrics, sort_keys=True), flush=True)
+    if marker := optional_arg("backlog_marker"):
+        signal_backlog(spark, marker, run_id, per_table, started_ms, every_table=not only)
     job.commit()
 
 

@@ -49,21 +49,6 @@ class TriggeredJobs:
         return [self.pipeline_job, *(n for n in self.tagged if n != self.pipeline_job)]
 
 
-def raw_job_run(job_name: str, run_id: str) -> dict:
-    """GetJobRun as the local Glue API answers it, with its non-standard fields (Metrics,
-    which boto3 drops); {} when it cannot be had (then the run left no backlog)."""
-    from cdclab.services.glue_api import glue_call
-
-    endpoint = os.environ.get(settings.ENV_GLUE_ENDPOINT)
-    if not endpoint:
-        return {}
-    try:
-        return glue_call(endpoint, "GetJobRun", {"JobName": job_name, "RunId": run_id})[
-            "JobRun"]
-    except (OSError, ValueError, KeyError):
-        return {}
-
-
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m lambda_shim", description=__doc__)
     ap.add_argument("--interval", type=float,
@@ -71,10 +56,14 @@ def main(argv: list[str] | None = None) -> None:
                     help=f"listing period in seconds (env {settings.ENV_WATCH_INTERVAL})")
     ap.add_argument("--full-scan-seconds", type=float, default=watch_logic.FULL_SCAN_SECONDS,
                     help="period of a full re-list that catches out-of-order names")
+    ap.add_argument("--sweep-seconds", type=float, default=None,
+                    help="backlog sweep period (default: [glue_job] backlog_sweep_minutes)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
     p = settings.load_pipeline()
+    if args.sweep_seconds is None:
+        args.sweep_seconds = p.glue_job.backlog_sweep_minutes * 60
     for name, value in function_environment(p).items():  # as deployed
         os.environ.setdefault(name, value)
     region = os.environ.get(settings.ENV_REGION, settings.DEFAULT_REGION)
@@ -92,11 +81,6 @@ def main(argv: list[str] | None = None) -> None:
         except Exception:
             return None  # API unreachable: ask again on the next poll
 
-    def run_backlog(run_id: str) -> bool:
-        """The run's "backlog" metric (the local GetJobRun's Metrics, which boto3 drops)."""
-        return bool((raw_job_run(os.environ["GLUE_JOB_NAME"], run_id).get("Metrics")
-                     or {}).get("backlog"))
-
     def start_run() -> str:
         return glue.start_job_run(JobName=os.environ["GLUE_JOB_NAME"])["JobRunId"]
 
@@ -111,7 +95,8 @@ def main(argv: list[str] | None = None) -> None:
         s3, p.lake.bronze_bucket, p.watched_prefix + "/", state_path(settings.state_dir()),
         handler, region=region, interval=args.interval,
         full_scan_seconds=args.full_scan_seconds, run_state=run_state,
-        run_backlog=run_backlog, start_run=start_run,
+        start_run=start_run, job_name=os.environ["GLUE_JOB_NAME"],
+        sweep_seconds=args.sweep_seconds,
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -3,7 +3,7 @@ deployed function (cdclab deploy) and the local watcher that calls the same hand
 
 from __future__ import annotations
 
-from cdclab.settings import PipelineSettings
+from cdclab.settings import BACKLOG_SUFFIX, PipelineSettings
 
 
 def function_environment(p: PipelineSettings) -> dict[str, str]:
@@ -14,4 +14,7 @@ def function_environment(p: PipelineSettings) -> dict[str, str]:
         "DMS_ADD_COLUMN_NAME": str(p.dms.add_column_name).lower(),
         "DMS_CSV_DELIMITER": p.dms.csv_delimiter,
         "DMS_RFC4180": str(p.dms.rfc4180).lower(),
+        # <prefix><job><suffix>: a run that left input for later wrote it (--backlog_marker)
+        "BACKLOG_MARKER_PREFIX": p.job_files_prefix,
+        "BACKLOG_MARKER_SUFFIX": BACKLOG_SUFFIX,
     }

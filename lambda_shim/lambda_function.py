@@ -1,4 +1,5 @@
-"""AWS Lambda handler: objects landed in the bronze prefix -> check them -> start the Glue job.
+"""AWS Lambda handler: objects landed in the bronze prefix -> check them -> start the Glue job;
+a run left input for later -> start the next run.
 
 Each new object is checked first (object_gate): one the job could not read (a `.gz` that
 is not gzip, a truncated file, a name Hadoop globs, a record with the wrong number of
@@ -6,7 +7,13 @@ fields) would fail every later run, so it is moved to the quarantine prefix with
 `.reason.json` beside it, and the job starts for the rest. Nothing is lost: the object
 is copied before it is deleted, and the reason names the key and the record.
 
-Deployable as is: the zip holds this file and object_gate.py (no cdclab import).
+A run that leaves input for later (bounded execution) writes its job's backlog marker
+(BACKLOG_MARKER_PREFIX + job + BACKLOG_MARKER_SUFFIX). EventBridge invokes this handler
+when a run ends ("Glue Job State Change") and on the sweep's schedule ("Scheduled
+Event"); either way a job whose marker exists gets its next run, with no new upload.
+
+Deployable as is: the zip holds this file, object_gate.py and eventbridge_events.py (no
+cdclab import).
 Locally, AWS_ENDPOINT_URL_GLUE / _S3 point boto3 at the local Glue API and MinIO and the
 watcher calls `lambda_handler` with the same S3 event S3 sends.
 """
@@ -21,10 +28,12 @@ from urllib.parse import unquote_plus
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 try:  # in the repository
-    from lambda_shim import object_gate
-except ImportError:  # deployed: both files at the zip's root
+    from lambda_shim import eventbridge_events, object_gate
+except ImportError:  # deployed: the files at the zip's root
+    import eventbridge_events
     import object_gate
 
 DEFAULT_JOB_NAME = "Bronze_to_Silver"
@@ -108,7 +117,73 @@ def job_names() -> list[str]:
     return list(dict.fromkeys(n.strip() for n in names.split(",") if n.strip()))
 
 
+def backlog_marker(job: str) -> tuple[str, str] | None:
+    """(bucket, key) of the job's backlog marker; None when the function has none set."""
+    prefix = os.environ.get("BACKLOG_MARKER_PREFIX")
+    if not prefix:
+        return None
+    bucket, _, key_prefix = prefix.removeprefix("s3://").partition("/")
+    return bucket, key_prefix + job + os.environ.get("BACKLOG_MARKER_SUFFIX", ".backlog")
+
+
+def has_backlog(s3, job: str) -> bool:
+    """Does the job's marker exist? (HeadObject: 404 without it, given ListBucket.)"""
+    ref = backlog_marker(job)
+    if ref is None:
+        return False
+    try:
+        s3.head_object(Bucket=ref[0], Key=ref[1])
+    except ClientError as e:
+        if e.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+            return False
+        raise  # S3 unreachable or denied: fail, so the invocation is retried
+    return True
+
+
+def mark_backlog(s3, job: str, keys: list[str], request_id: str) -> None:
+    """A file landed while a run of the job was going (too late for its listing): say so
+    in the job's marker, which that run then keeps, so its end starts the next run even
+    when this invocation's retries run out (docs/aws.md)."""
+    ref = backlog_marker(job)
+    if ref is None:
+        return
+    body = {"source": "lambda", "keys": keys[:10], "objects": len(keys),
+            "written_at": int(time.time() * 1000), "request_id": request_id}
+    s3.put_object(Bucket=ref[0], Key=ref[1], Body=json.dumps(body).encode(),
+                  ContentType="application/json")
+
+
+def follow_up(event: dict) -> dict:
+    """EventBridge: a run of one of our jobs SUCCEEDED, or the sweep's schedule fired.
+    Start the next run of each such job whose marker says input was left for later; a
+    run already going takes the backlog itself (it lists everything) and signals again."""
+    names = job_names()
+    detail = event.get("detail") or {}
+    if event.get("detail-type") == eventbridge_events.GLUE_JOB_STATE_CHANGE:
+        if (detail.get("state") != eventbridge_events.SUCCEEDED
+                or detail.get("jobName") not in names):
+            logger.info("Glue job %s run %s ended %s: nothing to follow up",
+                        detail.get("jobName"), detail.get("jobRunId"), detail.get("state"))
+            return {"JobName": names[0], "JobRunId": None, "JobRuns": {}, "Backlog": {}}
+        jobs = [detail["jobName"]]
+    else:
+        jobs = names
+    s3, glue = s3_client(), boto3.client("glue")
+    runs: dict[str, str] = {}
+    backlog = {name: has_backlog(s3, name) for name in jobs}
+    for name in (n for n in jobs if backlog[n]):
+        try:
+            runs[name] = glue.start_job_run(JobName=name)["JobRunId"]
+            logger.info("Glue job %s left input for later: started run %s", name, runs[name])
+        except glue.exceptions.ConcurrentRunsExceededException:
+            logger.info("Glue job %s left input for later; its run going takes it", name)
+    return {"JobName": names[0], "JobRunId": runs.get(names[0]), "JobRuns": runs,
+            "Backlog": backlog}
+
+
 def lambda_handler(event, context):
+    if eventbridge_events.is_eventbridge(event):
+        return follow_up(event)
     names = job_names()
     job_name = names[0]
     prefix = os.environ.get("QUARANTINE_PREFIX", DEFAULT_QUARANTINE_PREFIX)
@@ -144,6 +219,8 @@ def lambda_handler(event, context):
             if name == job_name:
                 break  # the retry starts them all together, not the others once per try
     if busy:  # retried: the jobs that started already read these objects (bookmarks)
+        for name in busy:
+            mark_backlog(s3, name, good, request_id)
         raise GlueJobAlreadyRunning(
             f"Glue job(s) {busy} already have a run going; retry so a later run picks up "
             f"{len(good)} object(s)")

@@ -7,9 +7,13 @@ run covers every pending object, because they all landed before it started. The 
 then stay in flight under that run until it ends: if it fails (or is stopped, or times
 out), its objects are pending again, so a later run picks them up without a new upload.
 
-Backpressure: a run takes at most the job's cap of files (Glue's bounded execution). A
-run that ends saying input was left ("backlog" in its metrics) sets `backlog`, and the
-watcher starts another run at once, with no new upload, until a run leaves nothing.
+Backpressure: a run takes at most the job's cap of files (Glue's bounded execution) and
+writes its job's backlog marker when it left input for later. As EventBridge does on
+AWS, the watcher hands the Lambda a "Glue Job State Change" for each of its runs that
+SUCCEEDED (`ended`) and a "Scheduled Event" every sweep period; the Lambda starts the
+next run while the marker exists. A failed run that only worked off a backlog sets
+`backlog`: the watcher starts the job again itself, backing off (the local stand-in for
+the job's retries; on AWS its MaxRetries, the next upload or the sweep).
 """
 
 from __future__ import annotations
@@ -76,8 +80,11 @@ class WatchState:
     last_full_scan_at: float | None = None
     last_error: str | None = None
     recent_runs: list[dict] = field(default_factory=list)
-    # a run we started left input for later (bounded execution): start another
+    # a run we started only for a backlog failed: start the job again (backing off)
     backlog: bool = False
+    # runs we started that SUCCEEDED: their "Glue Job State Change" is for the Lambda
+    ended: list[str] = field(default_factory=list)
+    last_sweep_at: float | None = None
 
 
 def full_scan_due(state: WatchState, now: float, period: float = FULL_SCAN_SECONDS) -> bool:
@@ -125,12 +132,25 @@ def retry_wait(state: WatchState, now: float) -> float:
 
 def due(state: WatchState, now: float) -> bool:
     """Something to announce and no back-off to wait out."""
-    return (bool(state.pending) or state.backlog) and retry_wait(state, now) == 0.0
+    return ((bool(state.pending) or state.backlog or bool(state.ended))
+            and retry_wait(state, now) == 0.0)
 
 
 def backlog_only(state: WatchState) -> bool:
-    """Nothing new to announce, but input waits: start a run directly (no event)."""
+    """Nothing new to announce, but a backlog run failed: start a run directly (no event)."""
     return state.backlog and not state.pending
+
+
+def run_ended_only(state: WatchState) -> str | None:
+    """Nothing new to announce: the run whose state change to hand the Lambda next."""
+    return state.ended[0] if state.ended and not state.pending and not state.backlog else None
+
+
+def sweep_due(state: WatchState, now: float, period: float) -> bool:
+    """The sweep's schedule: every `period` seconds (0: never); at once when the last one
+    is in the future (the wall clock stepped back)."""
+    last = state.last_sweep_at
+    return period > 0 and (last is None or now - last >= period or now < last)
 
 
 def batch(state: WatchState, limit: int = MAX_RECORDS_PER_EVENT) -> list[S3Object]:
@@ -144,7 +164,10 @@ def record_accepted(state: WatchState, now: float, run_id: str | None,
     if run_id:
         state.in_flight[run_id] = list(state.pending.values())
     state.pending.clear()
-    state.backlog = False  # the new run lists everything: it reports backlog again if need be
+    # the new run lists everything: it signals a backlog again if need be (on AWS the
+    # ended runs' events still arrive; the Lambda finds this run going and leaves it)
+    state.backlog = False
+    state.ended.clear()
     state.attempts = 0
     state.next_attempt_at = 0.0
     state.last_error = None
@@ -160,17 +183,25 @@ def record_rejected(state: WatchState, now: float, error: str) -> float:
     return state.next_attempt_at
 
 
-def record_run_ended(state: WatchState, run_id: str, run_state: str, now: float,
-                     backlog: bool = False) -> list[S3Object]:
-    """A run we started has ended. Succeeded with `backlog` (it left input for later):
-    another run is due at once. On failure its objects are pending again (backing off
-    like a rejected invocation, so a broken job is not hammered); returns them. A failed
-    run that only worked off a backlog leaves the backlog due, with the same back-off."""
+def record_event_delivered(state: WatchState, run_id: str) -> None:
+    """The Lambda took a run's state change and started nothing (no backlog, or a run is
+    going that takes it)."""
+    if run_id in state.ended:
+        state.ended.remove(run_id)
+
+
+def record_run_ended(state: WatchState, run_id: str, run_state: str,
+                     now: float) -> list[S3Object]:
+    """A run we started has ended. Succeeded: its state change is due for the Lambda. On
+    failure its objects are pending again (backing off like a rejected invocation, so a
+    broken job is not hammered); returns them. A failed run that only worked off a
+    backlog leaves the backlog due, with the same back-off."""
     if run_id not in state.in_flight:
         return []
     objs = state.in_flight.pop(run_id)
     if run_state == RUN_SUCCEEDED:
-        state.backlog = state.backlog or backlog
+        state.ended.append(run_id)
+        del state.ended[:-RECENT_RUNS_KEPT]
         return []
     for o in objs:
         state.pending.setdefault(o.key, o)
@@ -182,7 +213,7 @@ def record_run_ended(state: WatchState, run_id: str, run_state: str, now: float,
 
 def next_wakeup(state: WatchState, now: float, interval: float) -> float:
     """Seconds to sleep: the poll interval, or sooner when a retry is due."""
-    if state.pending or state.backlog:
+    if state.pending or state.backlog or state.ended:
         return min(interval, retry_wait(state, now))
     return interval
 
@@ -210,6 +241,8 @@ def to_dict(state: WatchState) -> dict:
         "last_error": state.last_error,
         "recent_runs": state.recent_runs,
         "backlog": state.backlog,
+        "ended": state.ended,
+        "last_sweep_at": state.last_sweep_at,
     }
 
 
@@ -228,4 +261,6 @@ def from_dict(d: dict) -> WatchState:
         last_error=d.get("last_error"),
         recent_runs=list(d.get("recent_runs", [])),
         backlog=bool(d.get("backlog", False)),
+        ended=[str(r) for r in d.get("ended", [])],
+        last_sweep_at=d.get("last_sweep_at"),
     )

@@ -1,5 +1,7 @@
-"""The local stand-in for S3 event notifications: list the bronze prefix, turn new
-objects into S3 event records and invoke the Lambda handler, retrying until accepted.
+"""The local stand-in for S3 event notifications and EventBridge: list the bronze prefix,
+turn new objects into S3 event records and invoke the Lambda handler, retrying until
+accepted; hand it the "Glue Job State Change" of each run it started that SUCCEEDED, and
+the backlog sweep's "Scheduled Event" on its schedule.
 
 Decisions live in watch_logic (pure); this module only lists, invokes and persists.
 State (cursor, seen, pending) is written under $CDCLAB_STATE_DIR/watcher/ before and
@@ -20,6 +22,8 @@ from datetime import UTC
 from pathlib import Path
 
 from cdclab.atomic import write_json
+from cdclab.settings import LOCAL_ACCOUNT
+from lambda_shim import eventbridge_events
 from lambda_shim import watch_logic as logic
 from lambda_shim.object_gate import is_hidden
 from lambda_shim.s3_events import S3Object, s3_event
@@ -28,13 +32,12 @@ log = logging.getLogger("lambda_shim.watcher")
 
 STATE_FILE = "state.json"
 FUNCTION_NAME = "cdclab-bronze-trigger"
+SWEEP_RULE = "cdclab-backlog-sweep"
 LAMBDA_TIMEOUT_MS = 60_000
 
 Handler = Callable[[dict, object], object]
 # run id -> its JobRunState; None when it cannot be known right now (API down)
 RunStateLookup = Callable[[str], str | None]
-# run id of a SUCCEEDED run -> did it leave input for later ("backlog" in its metrics)?
-BacklogLookup = Callable[[str], bool]
 # start one more run of the pipeline's job (no new object): its run id
 StartRun = Callable[[], str | None]
 
@@ -98,11 +101,11 @@ class Watcher:
                  region: str, interval: float = 1.0,
                  full_scan_seconds: float = logic.FULL_SCAN_SECONDS,
                  run_state: RunStateLookup | None = None,
-                 run_backlog: BacklogLookup | None = None,
-                 start_run: StartRun | None = None) -> None:
+                 start_run: StartRun | None = None, job_name: str = "",
+                 sweep_seconds: float = 0.0) -> None:
         self.s3, self.bucket, self.prefix = s3, bucket, prefix
-        self.run_state = run_state
-        self.run_backlog, self.start_run = run_backlog, start_run
+        self.run_state, self.start_run, self.job_name = run_state, start_run, job_name
+        self.sweep_seconds = sweep_seconds
         self.state_file, self.handler, self.region = state_file, handler, region
         self.interval, self.full_scan_seconds = interval, full_scan_seconds
         self.state = load_state(state_file)
@@ -125,6 +128,8 @@ class Watcher:
         self._check_in_flight()
         if logic.due(self.state, time.time()):
             self._invoke()
+        elif logic.sweep_due(self.state, time.time(), self.sweep_seconds):
+            self._sweep()
 
     def _check_in_flight(self) -> None:
         if self.run_state is None:
@@ -133,11 +138,7 @@ class Watcher:
             state = self.run_state(run_id)
             if state is None or state not in (logic.RUN_SUCCEEDED, *logic.RUN_FAILED_STATES):
                 continue  # still running, or unknown for now
-            backlog = (state == logic.RUN_SUCCEEDED and self.run_backlog is not None
-                       and self.run_backlog(run_id))
-            if backlog:
-                log.info("run %s left input for later (backlog): starting another", run_id)
-            again = logic.record_run_ended(self.state, run_id, state, time.time(), backlog)
+            again = logic.record_run_ended(self.state, run_id, state, time.time())
             if again:
                 log.warning("run %s ended %s: %d object(s) pending again for a later run",
                             run_id, state, len(again))
@@ -146,6 +147,11 @@ class Watcher:
     def _invoke(self) -> None:
         if logic.backlog_only(self.state):
             self._start_for_backlog()
+            return
+        if (run_id := logic.run_ended_only(self.state)) is not None:
+            self._deliver(eventbridge_events.job_state_change(
+                self.job_name, run_id, logic.RUN_SUCCEEDED, region=self.region,
+                account=LOCAL_ACCOUNT), f"run {run_id} SUCCEEDED", run_id)
             return
         objs = logic.batch(self.state)
         event = s3_event(objs, region=self.region)
@@ -161,6 +167,30 @@ class Watcher:
             log.info("handler accepted %d object(s): run %s", len(self.state.pending), run_id)
             logic.record_accepted(self.state, time.time(), run_id, keys)
         save_state(self.state_file, self.state)
+
+    def _deliver(self, event: dict, what: str, ended_run: str | None = None) -> None:
+        """Hand the Lambda an EventBridge event; a run it starts is followed like the
+        runs S3 events start. Raised: back off and hand it again (Lambda's async retry)."""
+        try:
+            result = self.handler(event, LambdaContext())
+        except Exception as e:
+            at = logic.record_rejected(self.state, time.time(), f"{type(e).__name__}: {e}")
+            log.info("handler raised for %s, retry in %.1fs: %s", what, at - time.time(), e)
+        else:
+            run_id = result.get("JobRunId") if isinstance(result, dict) else None
+            if run_id:
+                log.info("%s: input was left for later, the Lambda started run %s", what,
+                         run_id)
+                logic.record_accepted(self.state, time.time(), run_id, [])
+            elif ended_run is not None:
+                logic.record_event_delivered(self.state, ended_run)
+        save_state(self.state_file, self.state)
+
+    def _sweep(self) -> None:
+        """The backlog sweep's schedule (EventBridge rate(), as deployed)."""
+        self.state.last_sweep_at = time.time()
+        self._deliver(eventbridge_events.scheduled(SWEEP_RULE, region=self.region,
+                                                   account=LOCAL_ACCOUNT), "backlog sweep")
 
     def _start_for_backlog(self) -> None:
         """Input was left by a capped run: start the job again (busy: back off, retry)."""
@@ -179,8 +209,8 @@ class Watcher:
         save_state(self.state_file, self.state)
 
     def run(self, stop: threading.Event) -> None:
-        log.info("watching s3://%s/%s every %.1fs (state %s)", self.bucket, self.prefix,
-                 self.interval, self.state_file)
+        log.info("watching s3://%s/%s every %.1fs, backlog sweep every %.0fs (state %s)",
+                 self.bucket, self.prefix, self.interval, self.sweep_seconds, self.state_file)
         while not stop.is_set():
             self.poll_once()
             stop.wait(logic.next_wakeup(self.state, time.time(), self.interval))

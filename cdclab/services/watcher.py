@@ -9,6 +9,7 @@ from cdclab import minio_users, settings
 from cdclab.services.base import ProcessSpec, Service, StackContext, python_module
 
 ENV_FULL_SCAN = "CDCLAB_WATCH_FULL_SCAN_SECONDS"  # the watcher's full listing period
+ENV_SWEEP = "CDCLAB_WATCH_SWEEP_SECONDS"  # its backlog sweep period (EventBridge schedule)
 WATCHER_STATE = ("watcher", "state.json")  # lambda_shim.watcher.state_path
 
 
@@ -17,8 +18,10 @@ class WatcherService(Service):
     depends_on = ("minio", "glue")
 
     def __init__(self, interval: float | None = None,
-                 full_scan_seconds: float | None = None) -> None:
+                 full_scan_seconds: float | None = None,
+                 sweep_seconds: float | None = None) -> None:
         self.interval, self.full_scan_seconds = interval, full_scan_seconds
+        self.sweep_seconds = sweep_seconds
         self._started_at = 0.0
 
     def prepare(self, ctx: StackContext) -> None:
@@ -30,6 +33,8 @@ class WatcherService(Service):
             env[settings.ENV_WATCH_INTERVAL] = str(self.interval)
         if self.full_scan_seconds is not None:
             env[ENV_FULL_SCAN] = str(self.full_scan_seconds)
+        if self.sweep_seconds is not None:
+            env[ENV_SWEEP] = str(self.sweep_seconds)
         return env
 
     def process(self, ctx: StackContext) -> ProcessSpec:
@@ -42,6 +47,8 @@ class WatcherService(Service):
             env[settings.ENV_WATCH_INTERVAL] = str(self.interval)
         args = [] if self.full_scan_seconds is None else [
             "--full-scan-seconds", str(self.full_scan_seconds)]
+        if self.sweep_seconds is not None:
+            args += ["--sweep-seconds", str(self.sweep_seconds)]
         return ProcessSpec(argv=python_module("lambda_shim", *args), env=env)
 
     def healthy(self, ctx: StackContext) -> bool:

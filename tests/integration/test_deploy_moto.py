@@ -226,6 +226,7 @@ def test_destroy_removes_only_what_deploy_created(aws):
     assert [r["RoleName"] for r in iam.list_roles()["Roles"]] == ["someone-elses-role"]
     assert session.client("glue").get_jobs()["Jobs"] == []
     assert session.client("lambda").list_functions()["Functions"] == []
+    assert session.client("events").list_rules()["Rules"] == []
     assert session.client("dms").describe_endpoints()["Endpoints"] == []
     again = destroy_plan(destroy, session, delete_data=True, wait=False, echo=quiet)
     assert {o.action for o in again} == {"absent", "deleted"}
@@ -261,3 +262,71 @@ def test_cli_deploy_twice_then_destroy(aws, capsys, monkeypatch, tmp_path):
     assert "Nothing changed" in capsys.readouterr().out
     assert deploy_cli.main(["destroy", *args]) == 0
     assert "deleted    glue-job" in capsys.readouterr().out
+
+
+def test_runs_that_leave_a_backlog_get_the_next_run_through_eventbridge(aws):
+    """Two rules invoke the Lambda: the job's SUCCEEDED runs, and the sweep's schedule;
+    the function may be invoked by each (its policy names the rule)."""
+    session, account = aws
+    plan = full_plan(account)
+    deploy(session, plan)
+    n, events = plan.names, session.client("events")
+    ended = events.describe_rule(Name=n.job_ended_rule)
+    assert json.loads(ended["EventPattern"]) == {
+        "source": ["aws.glue"], "detail-type": ["Glue Job State Change"],
+        "detail": {"jobName": [P.glue_job.name], "state": ["SUCCEEDED"]}}
+    sweep = events.describe_rule(Name=n.sweep_rule)
+    minutes = round(P.glue_job.backlog_sweep_minutes)
+    assert sweep["ScheduleExpression"] == f"rate({minutes} minutes)"
+    for rule in (ended, sweep):
+        assert rule["State"] == "ENABLED"
+        [target] = events.list_targets_by_rule(Rule=rule["Name"])["Targets"]
+        assert target["Arn"] == n.lambda_arn
+    policy = json.loads(session.client("lambda").get_policy(
+        FunctionName=n.lambda_function)["Policy"])
+    from_events = [s for s in policy["Statement"]
+                   if s["Principal"] == {"Service": "events.amazonaws.com"}]
+    assert {n.rule_arn(n.job_ended_rule), n.rule_arn(n.sweep_rule)} == {
+        s["Condition"]["ArnLike"]["AWS:SourceArn"] for s in from_events}
+    # someone disables the sweep and points the other rule elsewhere: the next deploy
+    # puts both back
+    events.disable_rule(Name=n.sweep_rule)
+    events.remove_targets(Rule=n.job_ended_rule, Ids=["bronze-trigger"])
+    events.put_targets(Rule=n.job_ended_rule, Targets=[{"Id": "x", "Arn": n.lambda_arn + "2"}])
+    changed = {k: v for k, v in deploy(session, plan).items() if v != "unchanged"}
+    assert changed == {("events-rule", n.sweep_rule): "updated",
+                       ("events-rule", n.job_ended_rule): "updated"}
+    [target] = events.list_targets_by_rule(Rule=n.job_ended_rule)["Targets"]
+    assert (target["Id"], target["Arn"]) == ("bronze-trigger", n.lambda_arn)
+
+
+def test_the_lambda_starts_a_run_while_the_backlog_marker_exists(aws, monkeypatch):
+    from lambda_shim import eventbridge_events, lambda_function
+    from lambda_shim.function_env import function_environment
+
+    session, account = aws
+    plan = full_plan(account)
+    pa = plan.pipeline
+    for name, value in function_environment(pa).items():
+        monkeypatch.setenv(name, value)
+    s3, glue = session.client("s3"), session.client("glue")
+    s3.create_bucket(Bucket=plan.names.scripts_bucket)
+    glue.create_job(Name=P.glue_job.name, Role="r",
+                    Command={"Name": "glueetl", "ScriptLocation": "s3://x/y.py"})
+    bucket, key = pa.backlog_marker().removeprefix("s3://").split("/", 1)
+
+    def state_change(job: str = P.glue_job.name, state: str = "SUCCEEDED") -> dict:
+        return eventbridge_events.job_state_change(job, "jr_1", state, region=REGION,
+                                                   account=account)
+
+    sweep = eventbridge_events.scheduled(plan.names.sweep_rule, region=REGION, account=account)
+    for event in (state_change(), sweep):  # no marker: nothing to start
+        out = lambda_function.lambda_handler(event, None)
+        assert out["JobRuns"] == {} and out["Backlog"] == {P.glue_job.name: False}
+    s3.put_object(Bucket=bucket, Key=key, Body=b"{}")
+    for event in (state_change(state="FAILED"), state_change(job="someone-elses")):
+        assert lambda_function.lambda_handler(event, None)["JobRuns"] == {}
+    for event in (state_change(), sweep):
+        out = lambda_function.lambda_handler(event, None)
+        assert out["Backlog"] == {P.glue_job.name: True} and out["JobRunId"]
+    assert len(glue.get_job_runs(JobName=P.glue_job.name)["JobRuns"]) == 2

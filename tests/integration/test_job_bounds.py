@@ -1,7 +1,8 @@
-"""The shipped Glue job's bounded resources on the real stack (local Glue API, MinIO, Iceberg
-REST): a per-run input cap that leaves the rest for later runs and says so ("backlog"),
-and the scheduled Iceberg upkeep (snapshot expiry, orphan files, tombstone pruning only
-when no input waits)."""
+"""The shipped Glue job's bounded resources on the real stack (local Glue API, MinIO,
+Iceberg REST): a per-run input cap that leaves the rest for later runs and says so
+("backlog" in its metrics, and the job's backlog marker in S3), and the scheduled
+Iceberg upkeep (snapshot expiry, orphan files, tombstone pruning only when no input
+waits)."""
 
 from __future__ import annotations
 
@@ -119,9 +120,22 @@ def test_capped_runs_report_backlog_and_upkeep_is_scheduled(iceberg_rest: dict, 
                           Body=dms_csv(changes).encode())
             time.sleep(0.05)  # distinct modification times: the upload order is the age order
 
+        marker_bucket, marker_key = defaults["--backlog_marker"].removeprefix(
+            "s3://").split("/", 1)
+        assert defaults["--backlog_marker"] == p.backlog_marker()
+
+        def marker() -> dict | None:
+            try:
+                body = s3.get_object(Bucket=marker_bucket, Key=marker_key)["Body"].read()
+            except s3.exceptions.NoSuchKey:
+                return None
+            return json.loads(body)
+
         capped = {**UPKEEP_NOW, "--bounded_files": "2"}
         m1 = run_job(glue, endpoint, job, arguments=capped)
         assert (m1["files"], m1["backlog"]) == (2, True)  # LOAD + the 2020 delete
+        written = marker()
+        assert written["source"] == "job" and written["tables"] == [spec["name"]]
         assert m1["tables"][spec["name"]]["maintenance"]["tombstones_pruned"] == 0  # input waits
         assert state()["tombstones"] == [2]
         m2 = run_job(glue, endpoint, job, arguments=capped)
@@ -138,6 +152,7 @@ def test_capped_runs_report_backlog_and_upkeep_is_scheduled(iceberg_rest: dict, 
 
         m3 = run_job(glue, endpoint, job, arguments=capped)
         assert (m3["files"], m3["backlog"]) == (1, False)  # the last file: nothing waits
+        assert marker() is None  # the Lambda starts no more runs
         upkeep = m3["tables"][spec["name"]]["maintenance"]
         assert upkeep["tombstones_pruned"] == 1  # the 2020 delete; the recent one stays
         assert upkeep["orphan_files_removed"] == 0 and upkeep["errors"] == []
@@ -152,8 +167,13 @@ def test_capped_runs_report_backlog_and_upkeep_is_scheduled(iceberg_rest: dict, 
         errors = m3b["tables"][spec["name"]]["maintenance"]["errors"]
         assert len(errors) == 3 and all("24 hours" in e for e in errors)
 
+        # the Lambda's marker of a file that landed during an earlier run: this run, which
+        # started after it was written, lists that file, so it deletes the marker
+        s3.put_object(Bucket=marker_bucket, Key=marker_key, Body=b'{"source": "lambda"}')
+        time.sleep(2.5)  # past the clock margin
         m4 = run_job(glue, endpoint, job)  # the job's defaults: upkeep not due for 30 min
         assert (m4["files"], m4["backlog"]) == (0, False)
+        assert marker() is None
         assert m4["tables"][spec["name"]]["maintenance"] is None
         # a late, older change to a pruned key is the documented limit: it would insert;
         # one for a key still tombstoned stays dropped

@@ -79,12 +79,19 @@ def test_roles_get_only_what_their_service_needs():
     glue_stmt = next(s for s in lam if s["Sid"] == "StartThisJob")
     assert glue_stmt["Resource"] == [f"arn:aws:glue:us-east-1:111122223333:job/{P.glue_job.name}"]
     # the gate: read and delete bronze objects of its table, write only the quarantine
+    # and the job's backlog marker
     lam_s3 = {(a, r) for s in lam for a in s["Action"] if a.startswith("s3:")
               for r in s["Resource"]}
     bronze = f"arn:aws:s3:::{n.bronze_bucket}/{P.bronze_prefix}/*"
     quarantine = f"arn:aws:s3:::{n.bronze_bucket}/{P.lake.quarantine_prefix}/*"
+    marker = f"arn:aws:s3:::{n.scripts_bucket}/jobs/{P.glue_job.name}.backlog"
     assert lam_s3 == {("s3:GetObject", bronze), ("s3:DeleteObject", bronze),
-                      ("s3:PutObject", quarantine)}
+                      ("s3:PutObject", quarantine), ("s3:GetObject", marker),
+                      ("s3:PutObject", marker),
+                      ("s3:ListBucket", f"arn:aws:s3:::{n.scripts_bucket}")}
+    listing = next(s for s in lam if s["Sid"] == "SeeBacklogMarker")
+    assert listing["Condition"]["StringLike"]["s3:prefix"][0] == (
+        f"jobs/{P.glue_job.name}.backlog")
     dms_res = {r for s in _statements(policy(n.dms_s3_role)) for r in s["Resource"]}
     assert dms_res == {
         f"arn:aws:s3:::{n.bronze_bucket}",
@@ -95,6 +102,7 @@ def test_roles_get_only_what_their_service_needs():
     assert writes == {
         f"arn:aws:s3:::{n.silver_bucket}/{P.lake.warehouse_prefix}/*",
         f"arn:aws:s3:::{n.scripts_bucket}/tmp/*",
+        marker,
     }
     assert plan.get("iam-role", n.dms_s3_role).settings["AssumeRolePolicyDocument"]["Statement"][0][
         "Condition"

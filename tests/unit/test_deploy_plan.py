@@ -221,7 +221,8 @@ def test_lambda_zip_is_deterministic_and_holds_the_handler_at_the_root():
     a, b = build_zip(LAMBDA_SOURCE), build_zip(LAMBDA_SOURCE)
     assert a == b and code_sha256(a) == code_sha256(b)
     with zipfile.ZipFile(io.BytesIO(a)) as zf:
-        assert zf.namelist() == ["lambda_function.py", "object_gate.py"]
+        assert zf.namelist() == ["lambda_function.py", "object_gate.py",
+                                 "eventbridge_events.py"]
         assert zf.read("lambda_function.py") == LAMBDA_SOURCE.read_bytes()
 
 

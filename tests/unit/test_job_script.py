@@ -7,6 +7,8 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cdclab.settings import load_pipeline
 from cdclab.table_specs import (
@@ -85,3 +87,17 @@ def test_the_jobs_own_columns_cannot_collide_with_a_tables() -> None:
     spec = build_spec(bad, layout_of(load_pipeline()))  # catalog names lose the leading _
     assert not any(c["name"].startswith(INTERNAL_PREFIX) for c in spec["bronze_columns"])
     assert "cdclab_op" in [c["name"] for c in spec["silver_columns"]]
+
+
+@given(st.integers(0, 10**13), st.integers(0, 10**13),
+       st.sampled_from(['{"source": "job"}', '{"source": "lambda"}', "{}", "not json", "[]"]))
+def test_a_run_with_nothing_left_keeps_only_a_marker_announcing_a_late_file(written, started,
+                                                                            body) -> None:
+    """The Lambda writes the marker when a file lands while a run is going; that run's
+    listing came too early, so it must keep the marker. A marker a run wrote (before this
+    run's listing, one run at a time) is done with; so is anything written well before."""
+    keep = job.keep_marker(written, started, body)
+    if written < started - job.MARKER_CLOCK_MARGIN_MS or body == '{"source": "job"}':
+        assert not keep
+    else:
+        assert keep

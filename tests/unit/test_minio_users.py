@@ -46,9 +46,20 @@ def test_the_emitter_writes_only_under_its_dms_folder() -> None:
     assert listing["Condition"]["StringLike"]["s3:prefix"] == [folder, f"{folder}/*"]
 
 
-def test_the_watcher_writes_only_the_quarantine() -> None:
+MARKERS = f"arn:aws:s3:::{P.lake.scripts_bucket}/jobs/*.backlog"
+
+
+def test_the_watcher_writes_only_the_quarantine_and_backlog_markers() -> None:
     writes = {r for a, r in _grants("watcher") if a == "s3:PutObject"}
-    assert writes == {f"arn:aws:s3:::{P.lake.bronze_bucket}/{P.lake.quarantine_prefix}/*"}
+    assert writes == {f"arn:aws:s3:::{P.lake.bronze_bucket}/{P.lake.quarantine_prefix}/*",
+                      MARKERS}
+    assert P.backlog_marker().startswith(f"s3://{P.lake.scripts_bucket}/jobs/")
+
+
+def test_only_the_job_deletes_a_backlog_marker() -> None:
+    deleters = {svc for svc in minio_users.SERVICES for a, r in _grants(svc)
+                if a == "s3:DeleteObject" and r == MARKERS}
+    assert deleters == {"glue"}
 
 
 def test_only_glue_and_the_catalog_write_silver() -> None:
