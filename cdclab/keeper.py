@@ -98,8 +98,7 @@ class Keeper:
             return
         # A service it needs is down too (killed together): that one comes back first, in
         # start order; starting this one now could only fail.
-        waiting_for = [d for d in self.stack.services[name].depends_on
-                       if d in wanted and self.stack.pid_of(d) is None]
+        waiting_for = self.stack.dependencies_down(name, among=wanted)
         if waiting_for:
             why = f"waiting for {', '.join(waiting_for)} to be back"
             if life.last_error != why:

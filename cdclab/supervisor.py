@@ -240,17 +240,23 @@ class Stack:
         self._save_record()
         return proc
 
+    def dependencies_down(self, name: str, among: Iterable[str] | None = None) -> list[str]:
+        """The services `name` depends on (those of this stack, or of `among`) that are
+        not running."""
+        pool = self.services if among is None else set(among)
+        return [d for d in self.services[name].depends_on
+                if d in pool and self.pid_of(d) is None]
+
     def _needs(self, service: Service) -> Callable[[], str | None]:
         """While `service` starts: which of the services it depends on are not running, or
         died meanwhile. Either way waiting on would only time out while holding the stack
         lock, so the keeper could not restart them: the start gives up at once."""
-        deps = [d for d in service.depends_on if d in self.services]
-        down = [d for d in deps if self.pid_of(d) is None]
+        down = self.dependencies_down(service.name)
 
         def dead() -> str | None:
             if down:
                 return f"{', '.join(down)} not running"
-            gone = [d for d in deps if self.pid_of(d) is None]
+            gone = self.dependencies_down(service.name)
             return f"{', '.join(gone)} died while it was starting" if gone else None
         return dead
 

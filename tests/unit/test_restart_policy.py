@@ -135,6 +135,7 @@ def test_the_keeper_restarts_what_a_service_needs_before_the_service() -> None:
     from types import SimpleNamespace
 
     from cdclab.keeper import Keeper
+    from cdclab.supervisor import Stack
 
     started: list[list[str]] = []
     running = {"postgres": None, "emitter": None}
@@ -146,6 +147,8 @@ def test_the_keeper_restarts_what_a_service_needs_before_the_service() -> None:
         exit_code=lambda name: -9,
         ctx=SimpleNamespace(log_path=lambda name: f"/nonexistent/{name}.log"),
     )
+    stack.dependencies_down = lambda name, among=None: Stack.dependencies_down(
+        stack, name, among)  # the stack's own answer, on this fake's services
     keeper = Keeper(stack, RestartPolicy(first_delay=0.0))
     life = ServiceLife()
     keeper.tend_one("emitter", life, ["postgres", "emitter"])  # minio: not wanted here
