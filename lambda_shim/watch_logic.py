@@ -46,15 +46,26 @@ def is_time_named(key: str) -> bool:
     return _CDC_NAME.fullmatch(posixpath.basename(key)) is not None
 
 
+def _split_dates(key: str) -> tuple[str, str]:
+    """(the table's folder, the digits of the date folders below it) of a key."""
+    parts = key.split("/")[:-1]
+    digits = ""
+    while parts and _DATE_FOLDER.fullmatch(parts[-1]):
+        digits = re.sub(r"[_-]", "", parts.pop()) + digits
+    return "/".join(parts), digits
+
+
+def table_folder(key: str) -> str:
+    """The folder a key's table writes to: its parent, less DMS's date folders."""
+    return _split_dates(key)[0]
+
+
 def sorts_by_time(key: str) -> bool:
     """Does the key sort among its table's keys by time? Yes without date folders, or
     under year-first ones (DatePartitionSequence YYYYMMDD, YYYYMMDDHH, YYYYMM); not
     under MMYYYYDD or DDMMYYYY folders, whose later dates may sort first. Those keys
     never move the listing cursor: the periodic full listing finds what it would skip."""
-    parts = key.split("/")[:-1]
-    digits = ""
-    while parts and _DATE_FOLDER.fullmatch(parts[-1]):
-        digits = re.sub(r"[_-]", "", parts.pop()) + digits
+    digits = _split_dates(key)[1]
     return not digits or digits.startswith(posixpath.basename(key)[:4])
 
 
@@ -67,10 +78,12 @@ def backoff_seconds(attempts: int, base: float = BACKOFF_BASE_SECONDS,
 
 @dataclass
 class WatchState:
-    # start-after key for incremental listing: the greatest time-named key seen.
-    # LOAD0000000N.csv sorts after every digit-named key, so it never moves the cursor
-    # and is re-listed each time (there are few of them); `seen` dedups.
-    cursor: str | None = None
+    # start-after key of each table folder's incremental listing: the greatest
+    # time-named key seen there (one cursor for all tables would hide the new files of
+    # every table whose folder sorts before the newest one until the full listing).
+    # LOAD0000000N.csv sorts after every digit-named key, so it never moves a cursor and
+    # is re-listed each time (there are few of them); `seen` dedups.
+    cursors: dict[str, str] = field(default_factory=dict)
     seen: dict[str, str] = field(default_factory=dict)  # key -> etag (an overwrite is new)
     pending: dict[str, S3Object] = field(default_factory=dict)
     # run id -> the objects that run must cover, until it ends
@@ -94,8 +107,15 @@ def full_scan_due(state: WatchState, now: float, period: float = FULL_SCAN_SECON
     return last is None or now - last >= period or now < last
 
 
-def start_after(state: WatchState, full_scan: bool) -> str | None:
-    return None if full_scan else state.cursor
+def listings(state: WatchState, prefix: str, full_scan: bool) -> list[tuple[str, str | None]]:
+    """(prefix, start-after key) of each listing a poll makes: the whole prefix for a
+    full listing or before any cursor; else each table folder after its cursor, and the
+    whole prefix after the greatest cursor (a new table's folder sorting last)."""
+    if full_scan or not state.cursors:
+        return [(prefix, None)]
+    folders = sorted(state.cursors.items())
+    return [*((f"{folder}/", after) for folder, after in folders),
+            (prefix, max(after for _, after in folders))]
 
 
 def observe(state: WatchState, listed: Iterable[S3Object], now: float,
@@ -109,15 +129,19 @@ def observe(state: WatchState, listed: Iterable[S3Object], now: float,
         present = {o.key for o in listed}
         for key in [k for k in state.seen if k not in present and k not in state.pending]:
             del state.seen[key]
+        folders = {table_folder(k) for k in present}
+        for folder in [f for f in state.cursors if f not in folders]:
+            del state.cursors[folder]  # the table's files are gone (resync, removed)
     for obj in listed:
         if state.seen.get(obj.key) == obj.etag:
             continue
         state.seen[obj.key] = obj.etag
         state.pending[obj.key] = obj
         new.append(obj)
+        folder = table_folder(obj.key)
         if (is_time_named(obj.key) and sorts_by_time(obj.key)
-                and (state.cursor is None or obj.key > state.cursor)):
-            state.cursor = obj.key
+                and obj.key > state.cursors.get(folder, "")):
+            state.cursors[folder] = obj.key
     if full_scan:
         state.last_full_scan_at = now
     return new
@@ -231,7 +255,7 @@ def _obj_from_dict(d: dict) -> S3Object:
 
 def to_dict(state: WatchState) -> dict:
     return {
-        "cursor": state.cursor,
+        "cursors": state.cursors,
         "seen": state.seen,
         "pending": [_obj_to_dict(o) for o in state.pending.values()],
         "in_flight": {r: [_obj_to_dict(o) for o in objs] for r, objs in state.in_flight.items()},
@@ -246,10 +270,18 @@ def to_dict(state: WatchState) -> dict:
     }
 
 
+def _cursors(d: dict) -> dict[str, str]:
+    """Each table folder's cursor; a state file from before had one for all tables."""
+    cursors = dict(d.get("cursors") or {})
+    if d.get("cursor") and not cursors:
+        cursors[table_folder(d["cursor"])] = d["cursor"]
+    return cursors
+
+
 def from_dict(d: dict) -> WatchState:
     pending = [_obj_from_dict(x) for x in d.get("pending", [])]
     return WatchState(
-        cursor=d.get("cursor"),
+        cursors=_cursors(d),
         seen=dict(d.get("seen", {})),
         pending={o.key: o for o in pending},
         in_flight={r: [_obj_from_dict(x) for x in objs]

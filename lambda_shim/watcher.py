@@ -4,7 +4,7 @@ accepted; hand it the "Glue Job State Change" of each run it started that SUCCEE
 the backlog sweep's "Scheduled Event" on its schedule.
 
 Decisions live in watch_logic (pure); this module only lists, invokes and persists.
-State (cursor, seen, pending) is written under $CDCLAB_STATE_DIR/watcher/ before and
+State (cursors, seen, pending) is written under $CDCLAB_STATE_DIR/watcher/ before and
 after every invocation, so a restart replays pending events instead of skipping them.
 """
 
@@ -114,13 +114,15 @@ class Watcher:
     def poll_once(self) -> None:
         now = time.time()
         full = logic.full_scan_due(self.state, now, self.full_scan_seconds)
+        listed: dict[str, S3Object] = {}
         try:
-            listed = list_objects(self.s3, self.bucket, self.prefix,
-                                  logic.start_after(self.state, full))
+            for prefix, after in logic.listings(self.state, self.prefix, full):
+                for obj in list_objects(self.s3, self.bucket, prefix, after):
+                    listed[obj.key] = obj
         except Exception as e:  # S3 down or bucket missing: say so, keep polling
             log.warning("listing s3://%s/%s failed: %s", self.bucket, self.prefix, e)
             return
-        new = logic.observe(self.state, listed, now, full)
+        new = logic.observe(self.state, listed.values(), now, full)
         if new:
             log.info("%d new object(s): %s", len(new), [o.key for o in new][:10])
         if new or full:

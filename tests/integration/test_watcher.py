@@ -100,7 +100,8 @@ def test_files_landing_during_a_run_are_not_stranded(empty_bronze, glue_api, tmp
             landed[key] = upload(s3, bucket, key)  # lands while the first run is going
         # ...and, once the cursor passed them, a name that sorts BEFORE it (out of order):
         # only the periodic full re-list can find it
-        wait_for(lambda: read_state(ctx)["cursor"] == key, 30, "the cursor to advance")
+        wait_for(lambda: read_state(ctx)["cursors"].get(prefix) == key, 30,
+                 "the cursor to advance")
         key = f"{prefix}/20261122-101400000.csv"
         landed[key] = upload(s3, bucket, key)
         assert runs(glue, job)[0]["Id"] == first["Id"]  # still the only run

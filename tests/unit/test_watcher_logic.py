@@ -32,9 +32,32 @@ def test_cursor_follows_time_named_files_only():
     logic.observe(s, [o("20261122-100000001.csv"), o("LOAD00000001.csv"),
                       o("20261122-100000500.csv")], 0.0)
     # LOAD sorts after digits: it must not become the start-after key
-    assert s.cursor == PREFIX + "20261122-100000500.csv"
-    assert logic.start_after(s, full_scan=False) == s.cursor
-    assert logic.start_after(s, full_scan=True) is None
+    cursor = PREFIX + "20261122-100000500.csv"
+    assert s.cursors == {PREFIX.rstrip("/"): cursor}
+    assert logic.listings(s, "dms/", full_scan=False) == [(PREFIX, cursor), ("dms/", cursor)]
+    assert logic.listings(s, "dms/", full_scan=True) == [("dms/", None)]
+
+
+def test_each_table_folder_is_listed_after_its_own_cursor() -> None:
+    """With two tables one cursor would be the newest key of the folder sorting last;
+    the other table's new files sort before it and would wait for the full listing."""
+    s = logic.WatchState()
+    a, b = "dms/db/public/a/", "dms/db/public/b/"
+    logic.observe(s, [S3Object("b", a + "20261122-100000001.csv", 1, "e", T0),
+                      S3Object("b", b + "20261122-100000002.csv", 1, "e", T0)], 0.0)
+    later = a + "20261122-100000003.csv"  # < b's cursor: a single cursor hides it
+    visible = [(p, after) for p, after in logic.listings(s, "dms/", False)
+               if later.startswith(p) and (after is None or later > after)]
+    assert visible == [(a, a + "20261122-100000001.csv")]
+    # a table whose folder sorts after the others is found by the last listing
+    new_table = "dms/db/public/c/20261122-100000000.csv"
+    assert any(new_table.startswith(p) and new_table > (after or "")
+               for p, after in logic.listings(s, "dms/", False))
+
+
+def test_an_old_state_files_single_cursor_becomes_its_tables() -> None:
+    old = {"cursor": PREFIX + "20261122-100000500.csv", "seen": {}, "pending": []}
+    assert logic.from_dict(old).cursors == {PREFIX.rstrip("/"): old["cursor"]}
 
 
 def test_full_scan_is_periodic():
@@ -81,11 +104,12 @@ def test_state_round_trips_and_a_restart_retries_at_once():
     logic.observe(s, [o("20261122-100000001.csv"), o("LOAD00000001.csv")], 0.0, True)
     logic.record_rejected(s, 0.0, "busy")
     back = logic.from_dict(logic.to_dict(s))
-    assert back.pending == s.pending and back.seen == s.seen and back.cursor == s.cursor
+    assert back.pending == s.pending and back.seen == s.seen and back.cursors == s.cursors
     assert logic.due(back, 0.0) and logic.full_scan_due(back, 0.0)
 
 
-names = st.from_regex(r"(LOAD0000000[1-9]|2026112[0-9]-[0-9]{9})\.csv", fullmatch=True)
+names = st.from_regex(r"(|other/)(LOAD0000000[1-9]|2026112[0-9]-[0-9]{9})\.csv",
+                      fullmatch=True)
 
 
 @given(st.lists(st.lists(names, max_size=4), max_size=6), st.data())
@@ -101,9 +125,10 @@ def test_no_object_is_ever_dropped_without_an_accepted_run(batches, data):
         listed = [o(n) for n in batch]
         landed |= {x.key for x in listed}
         full = data.draw(st.booleans())
-        # incremental listing returns keys after the cursor; a full scan returns all
+        # each listing returns the keys under its prefix after its start-after key
         visible = [o(k[len(PREFIX):]) for k in sorted(landed)
-                   if full or s.cursor is None or k > s.cursor]
+                   if any(k.startswith(p) and (after is None or k > after)
+                          for p, after in logic.listings(s, PREFIX, full))]
         logic.observe(s, visible, now, full)
         if logic.due(s, now):
             if data.draw(st.booleans()):
@@ -175,9 +200,9 @@ def test_parquet_and_date_folders_move_the_cursor_only_when_they_sort_by_time():
         assert logic.sorts_by_time(PREFIX + folder + "20261122-101500123.parquet") == sorts
     s = logic.WatchState()
     logic.observe(s, [o("2026/11/22/20261122-101500123.parquet")], 0.0)
-    assert s.cursor == PREFIX + "2026/11/22/20261122-101500123.parquet"
+    assert s.cursors == {PREFIX.rstrip("/"): PREFIX + "2026/11/22/20261122-101500123.parquet"}
     logic.observe(s, [o("22/11/2026/20261122-111500123.parquet")], 1.0)
-    assert s.cursor == PREFIX + "2026/11/22/20261122-101500123.parquet"  # unchanged
+    assert s.cursors == {PREFIX.rstrip("/"): PREFIX + "2026/11/22/20261122-101500123.parquet"}
 
 
 def test_a_wall_clock_step_back_stalls_neither_retries_nor_the_full_scan():
