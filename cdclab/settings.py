@@ -222,14 +222,16 @@ class GlueJobSettings:
     # a run that leaves input for later writes the job's backlog marker; the Lambda starts
     # the next run when the run's "Glue Job State Change" arrives, and every this many
     # minutes (EventBridge delivers Glue's events best effort). 0: no sweep
-    backlog_sweep_minutes: float = 10
+    backlog_sweep_minutes: int = 10
 
     def __post_init__(self) -> None:
         if self.bounded_files < 0 or self.bounded_size_bytes < 0:
             raise ValueError("[glue_job] bounded_files / bounded_size_bytes must be >= 0")
-        if self.backlog_sweep_minutes != 0 and not 1 <= self.backlog_sweep_minutes <= 1440:
+        sweep = self.backlog_sweep_minutes
+        if type(sweep) is not int or not (sweep == 0 or 1 <= sweep <= 1440):
             # EventBridge's rate() takes whole minutes, at least 1
-            raise ValueError("[glue_job] backlog_sweep_minutes must be 0 (off) or 1..1440")
+            raise ValueError("[glue_job] backlog_sweep_minutes must be a whole number of "
+                             f"minutes, 0 (off) or 1..1440, not {sweep!r}")
 
 
 MIN_ORPHAN_FILE_AGE_HOURS = 24  # a file younger may belong to a write still in progress

@@ -292,11 +292,11 @@ def _backlog_rules(
         "source": ["aws.glue"], "detail-type": ["Glue Job State Change"],
         "detail": {"jobName": [pa.glue_job.name], "state": ["SUCCEEDED"]}})},
         "a run of the job SUCCEEDED: start the next one if it left input for later")]
-    minutes = round(pa.glue_job.backlog_sweep_minutes)
-    if minutes > 0:
-        rate = f"rate({minutes} minute{'s' if minutes > 1 else ''})"
-        rules.append((n.sweep_rule, "events-sweep", {"ScheduleExpression": rate},
-                      "the backlog sweep: EventBridge delivers Glue's events best effort"))
+    minutes = pa.glue_job.backlog_sweep_minutes  # 0: the rule stays, DISABLED
+    rate = f"rate({max(minutes, 1)} minute{'s' if minutes > 1 else ''})"
+    rules.append((n.sweep_rule, "events-sweep",
+                  {"ScheduleExpression": rate, "State": "ENABLED" if minutes else "DISABLED"},
+                  "the backlog sweep: EventBridge delivers Glue's events best effort"))
     res = []
     for rule, sid, trigger, why in rules:
         res.append(Resource(
@@ -316,8 +316,8 @@ def _backlog_rules(
             rule,
             {
                 "Name": rule,
-                **trigger,
                 "State": "ENABLED",
+                **trigger,
                 "Description": why,
                 "Targets": [{"Id": "bronze-trigger", "Arn": n.lambda_arn}],
                 "Tags": tags,

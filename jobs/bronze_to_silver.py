@@ -654,44 +654,70 @@ def keep_marker(written_ms: int, started_ms: int, body: str) -> bool:
         return True  # unreadable: keep it, a follow-up run costs little
 
 
-def read_text(spark, fs, path) -> str:
-    stream = fs.open(path)
-    try:
-        return spark._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
-    finally:
-        stream.close()
+def marker_client():
+    """boto3 S3, as on Glue (the job's role) and locally (AWS_ENDPOINT_URL_S3, the glue
+    user's keys): exactly the calls its IAM grants (put, head, get, delete the key)."""
+    import os
+
+    import boto3
+    from botocore.config import Config
+
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    return boto3.client("s3", region_name=region,
+                        config=Config(s3={"addressing_style": "path"}))
 
 
-def signal_backlog(spark, marker: str, run_id: str, per_table: dict[str, dict],
-                   started_ms: int, every_table: bool = True) -> None:
-    """Write the job's backlog marker when a table's input was left for later; delete it
-    when none was (only a run of every table knows that), unless it was written after
-    this run started: the Lambda writes it when a file lands while a run is going, and
-    this run's listing was too early to see that file. The Lambda starts the next run
-    while the marker exists (docs/operations.md). A failure is logged and never fails
-    the run: the merge is done, and the next upload or the sweep starts the next run."""
+def _where(marker: str) -> tuple[str, str]:
+    bucket, _, key = marker.removeprefix("s3://").partition("/")
+    return bucket, key
+
+
+def write_backlog_marker(marker: str, run_id: str, per_table: dict[str, dict]) -> None:
+    """Before the commit: a table's input was left for later, so the Lambda starts the
+    next run while the marker exists (docs/operations.md). Should the commit fail, the
+    marker stays and the sweep starts a run again. A failure to write is logged and
+    never fails the run: the next upload starts the next run."""
     waiting = sorted(name for name, m in per_table.items() if m.get("backlog"))
+    if not waiting:
+        return
+    bucket, key = _where(marker)
+    body = {"source": "job", "run_id": run_id, "tables": waiting,
+            "written_at": int(time.time() * 1000)}
     try:
-        jvm = spark._jvm
-        path = jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(marker))
-        fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
-        if waiting:
-            body = json.dumps({"source": "job", "run_id": run_id, "tables": waiting,
-                               "written_at": int(time.time() * 1000)}).encode()
-            out = fs.create(path, True)
-            try:
-                out.write(bytearray(body))
-            finally:
-                out.close()
-            log(f"input left for later in {waiting}: wrote {marker}")
-        elif every_table and fs.exists(path):
-            written = fs.getFileStatus(path).getModificationTime()
-            if keep_marker(written, started_ms, read_text(spark, fs, path)):
-                log(f"{marker}: input landed during this run: kept")
-            else:
-                fs.delete(path, False)
+        marker_client().put_object(Bucket=bucket, Key=key, Body=json.dumps(body).encode(),
+                                   ContentType="application/json")
+        log(f"input left for later in {waiting}: wrote {marker}")
     except Exception as e:
-        log(f"WARNING: backlog marker {marker} not updated: {type(e).__name__}: {e}")
+        log(f"WARNING: backlog marker {marker} not written: {type(e).__name__}: {e}")
+
+
+def clear_backlog_marker(marker: str, per_table: dict[str, dict], started_ms: int) -> None:
+    """After the commit, when a run of every table left nothing for later: delete the
+    marker, unless the Lambda wrote it after this run started (keep_marker). A failure
+    is logged; the Lambda's stale-marker check keeps runs from chaining on it."""
+    if any(m.get("backlog") for m in per_table.values()):
+        return
+    from botocore.exceptions import ClientError
+
+    bucket, key = _where(marker)
+    s3 = marker_client()
+    try:
+        try:
+            got = s3.get_object(Bucket=bucket, Key=key)
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                return
+            raise
+        written = int(got["LastModified"].timestamp() * 1000)
+        body = got["Body"].read().decode("utf-8", "replace")
+        if keep_marker(written, started_ms, body):
+            log(f"{marker}: input landed during this run: kept")
+            return
+        again = s3.head_object(Bucket=bucket, Key=key)  # rewritten since? then keep it
+        if again["ETag"] == got["ETag"]:
+            s3.delete_object(Bucket=bucket, Key=key)
+    except Exception as e:
+        log(f"WARNING: backlog marker {marker} not cleared: {type(e).__name__}: {e}")
 
 
 def optional_arg(name: str) -> str | None:
@@ -709,7 +735,7 @@ def main() -> None:
 
     # JOB_RUN_ID is one of Glue's reserved arguments: getResolvedOptions always resolves
     # it (None when absent) and naming it in the list raises "conflicting option string".
-    started_ms = int(time.time() * 1000)  # before any listing: see signal_backlog
+    started_ms = int(time.time() * 1000)  # before any listing: see clear_backlog_marker
     args = getResolvedOptions(sys.argv, ["JOB_NAME", "tables_config"])
     run_id = args.get("JOB_RUN_ID") or f"manual-{uuid.uuid4()}"
     compact_after = int(optional_arg("compact_after_files") or MAX_FILES_BEFORE_COMPACTION)
@@ -747,9 +773,12 @@ def main() -> None:
     metrics = {"job": args["JOB_NAME"], **summarize(run_id, per_table),
                "backlog": any(m["backlog"] for m in per_table.values())}
     print("CDCLAB_METRICS " + json.dumps(metrics, sort_keys=True), flush=True)
-    if marker := optional_arg("backlog_marker"):
-        signal_backlog(spark, marker, run_id, per_table, started_ms, every_table=not only)
+    marker = optional_arg("backlog_marker")
+    if marker:
+        write_backlog_marker(marker, run_id, per_table)
     job.commit()
+    if marker and not only:  # only a run of every table knows that nothing waits
+        clear_backlog_marker(marker, per_table, started_ms)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import time
+from datetime import datetime, timedelta
 from urllib.parse import unquote_plus
 
 import boto3
@@ -39,6 +40,7 @@ except ImportError:  # deployed: the files at the zip's root
 DEFAULT_JOB_NAME = "Bronze_to_Silver"
 DEFAULT_QUARANTINE_PREFIX = "quarantine"
 READ_CHUNK = 1024 * 1024
+MARKER_CLOCK_MARGIN_S = 2.0  # S3's clock vs Glue's (the job's own margin)
 
 logger = logging.getLogger()
 logger.setLevel(logging.INFO)
@@ -126,18 +128,35 @@ def backlog_marker(job: str) -> tuple[str, str] | None:
     return bucket, key_prefix + job + os.environ.get("BACKLOG_MARKER_SUFFIX", ".backlog")
 
 
-def has_backlog(s3, job: str) -> bool:
-    """Does the job's marker exist? (HeadObject: 404 without it, given ListBucket.)"""
+def marker_written(s3, job: str) -> datetime | None:
+    """When the job's marker was written; None without one (HeadObject: 404, given
+    ListBucket)."""
     ref = backlog_marker(job)
     if ref is None:
-        return False
+        return None
     try:
-        s3.head_object(Bucket=ref[0], Key=ref[1])
+        return s3.head_object(Bucket=ref[0], Key=ref[1])["LastModified"]
     except ClientError as e:
         if e.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
-            return False
+            return None
         raise  # S3 unreachable or denied: fail, so the invocation is retried
-    return True
+
+
+def stale_marker(glue, job: str, written: datetime, run_id: str | None) -> str | None:
+    """Why the marker must not be followed: it is older than the start of the job's
+    newest SUCCEEDED run (the ended run, or the newest run for the sweep), which read
+    everything it announced and should have deleted it; following it would start run
+    after run. None: follow it."""
+    if run_id:
+        run = glue.get_job_run(JobName=job, RunId=run_id)["JobRun"]
+    else:
+        run = (glue.get_job_runs(JobName=job, MaxResults=1)["JobRuns"] or [None])[0]
+    if not run or run.get("JobRunState") != eventbridge_events.SUCCEEDED:
+        return None
+    if written >= run["StartedOn"] - timedelta(seconds=MARKER_CLOCK_MARGIN_S):
+        return None
+    return (f"written {written.isoformat()}, before run {run['Id']} started "
+            f"({run['StartedOn'].isoformat()}), which should have deleted it")
 
 
 def mark_backlog(s3, job: str, keys: list[str], request_id: str) -> None:
@@ -154,31 +173,36 @@ def mark_backlog(s3, job: str, keys: list[str], request_id: str) -> None:
 
 
 def follow_up(event: dict) -> dict:
-    """EventBridge: a run of one of our jobs SUCCEEDED, or the sweep's schedule fired.
-    Start the next run of each such job whose marker says input was left for later; a
-    run already going takes the backlog itself (it lists everything) and signals again."""
-    names = job_names()
+    """EventBridge: a run of the pipeline's job SUCCEEDED, or the sweep's schedule fired.
+    Start its next run while its marker says input was left for later; a run already
+    going takes the backlog itself (it lists everything) and signals again. Only the
+    pipeline's job has a marker (--backlog_marker); jobs brought along have none."""
+    job = job_names()[0]
     detail = event.get("detail") or {}
+    run_id = None
+    nothing = {"JobName": job, "JobRunId": None, "JobRuns": {}, "Backlog": {}}
     if event.get("detail-type") == eventbridge_events.GLUE_JOB_STATE_CHANGE:
-        if (detail.get("state") != eventbridge_events.SUCCEEDED
-                or detail.get("jobName") not in names):
+        if detail.get("state") != eventbridge_events.SUCCEEDED or detail.get("jobName") != job:
             logger.info("Glue job %s run %s ended %s: nothing to follow up",
                         detail.get("jobName"), detail.get("jobRunId"), detail.get("state"))
-            return {"JobName": names[0], "JobRunId": None, "JobRuns": {}, "Backlog": {}}
-        jobs = [detail["jobName"]]
-    else:
-        jobs = names
+            return nothing
+        run_id = detail.get("jobRunId")
     s3, glue = s3_client(), boto3.client("glue")
-    runs: dict[str, str] = {}
-    backlog = {name: has_backlog(s3, name) for name in jobs}
-    for name in (n for n in jobs if backlog[n]):
-        try:
-            runs[name] = glue.start_job_run(JobName=name)["JobRunId"]
-            logger.info("Glue job %s left input for later: started run %s", name, runs[name])
-        except glue.exceptions.ConcurrentRunsExceededException:
-            logger.info("Glue job %s left input for later; its run going takes it", name)
-    return {"JobName": names[0], "JobRunId": runs.get(names[0]), "JobRuns": runs,
-            "Backlog": backlog}
+    written = marker_written(s3, job)
+    if written is None:
+        return {**nothing, "Backlog": {job: False}}
+    if why := stale_marker(glue, job, written, run_id):
+        logger.error("Glue job %s: not following its backlog marker: %s (see that run's "
+                     "log for why it could not)", job, why)
+        return {**nothing, "Backlog": {job: False}}
+    try:
+        started = glue.start_job_run(JobName=job)["JobRunId"]
+    except glue.exceptions.ConcurrentRunsExceededException:
+        logger.info("Glue job %s left input for later; its run going takes it", job)
+        return {**nothing, "Backlog": {job: True}}
+    logger.info("Glue job %s left input for later: started run %s", job, started)
+    return {"JobName": job, "JobRunId": started, "JobRuns": {job: started},
+            "Backlog": {job: True}}
 
 
 def lambda_handler(event, context):
@@ -219,8 +243,8 @@ def lambda_handler(event, context):
             if name == job_name:
                 break  # the retry starts them all together, not the others once per try
     if busy:  # retried: the jobs that started already read these objects (bookmarks)
-        for name in busy:
-            mark_backlog(s3, name, good, request_id)
+        if job_name in busy:  # the pipeline's job: its run going keeps the marker
+            mark_backlog(s3, job_name, good, request_id)
         raise GlueJobAlreadyRunning(
             f"Glue job(s) {busy} already have a run going; retry so a later run picks up "
             f"{len(good)} object(s)")

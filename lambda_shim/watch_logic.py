@@ -22,7 +22,7 @@ import posixpath
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from lambda_shim.s3_events import S3Object
 
@@ -31,6 +31,10 @@ BACKOFF_CAP_SECONDS = 5.0
 FULL_SCAN_SECONDS = 30.0
 MAX_RECORDS_PER_EVENT = 100  # keeps one event well under Lambda's async payload limit
 RECENT_RUNS_KEPT = 20
+# `seen` keeps a table's time-named keys for this long behind its cursor (by the time in
+# their names); older ones are forgotten and never listed again (the table's floor), so
+# neither the state nor the full listing grows with bronze, which is kept for audit
+SEEN_HORIZON = timedelta(hours=1)
 RUN_SUCCEEDED = "SUCCEEDED"
 RUN_FAILED_STATES = ("FAILED", "ERROR", "TIMEOUT", "STOPPED", "UNKNOWN")
 
@@ -43,7 +47,16 @@ def is_time_named(key: str) -> bool:
     """DMS CDC files are named yyyyMMdd-HHmmssSSS.csv(.gz)|.parquet and sort by time;
     LOAD files and stray objects don't (a stray "20261122-99…" name must not move the
     cursor past the day's real files)."""
-    return _CDC_NAME.fullmatch(posixpath.basename(key)) is not None
+    return (_CDC_NAME.fullmatch(posixpath.basename(key)) is not None
+            and name_time(key) is not None)
+
+
+def name_time(key: str) -> datetime | None:
+    """The time in a DMS CDC file's name (yyyyMMdd-HHmmssSSS); None if it holds none."""
+    try:
+        return datetime.strptime(posixpath.basename(key)[:18], "%Y%m%d-%H%M%S%f")
+    except ValueError:
+        return None
 
 
 def _split_dates(key: str) -> tuple[str, str]:
@@ -84,6 +97,9 @@ class WatchState:
     # LOAD0000000N.csv sorts after every digit-named key, so it never moves a cursor and
     # is re-listed each time (there are few of them); `seen` dedups.
     cursors: dict[str, str] = field(default_factory=dict)
+    # per table folder: keys up to this one are done and forgotten (not in `seen`, never
+    # listed again); only time-named keys that sort by time, an hour behind the cursor
+    floors: dict[str, str] = field(default_factory=dict)
     seen: dict[str, str] = field(default_factory=dict)  # key -> etag (an overwrite is new)
     pending: dict[str, S3Object] = field(default_factory=dict)
     # run id -> the objects that run must cover, until it ends
@@ -107,29 +123,71 @@ def full_scan_due(state: WatchState, now: float, period: float = FULL_SCAN_SECON
     return last is None or now - last >= period or now < last
 
 
-def listings(state: WatchState, prefix: str, full_scan: bool) -> list[tuple[str, str | None]]:
-    """(prefix, start-after key) of each listing a poll makes: the whole prefix for a
-    full listing or before any cursor; else each table folder after its cursor, and the
-    whole prefix after the greatest cursor (a new table's folder sorting last)."""
-    if full_scan or not state.cursors:
-        return [(prefix, None)]
-    folders = sorted(state.cursors.items())
-    return [*((f"{folder}/", after) for folder, after in folders),
-            (prefix, max(after for _, after in folders))]
+# (prefix, start after this key or None, stop at the first key >= this or None)
+Listing = tuple[str, str | None, str | None]
+
+
+def listings(state: WatchState, prefix: str, full_scan: bool) -> list[Listing]:
+    """The listings a poll makes. Incremental: each table folder after its cursor, and
+    the whole prefix after the greatest cursor (a new table's folder sorting last). Full
+    (or before any cursor): the whole prefix, less each folder's forgotten keys (up to
+    its floor)."""
+    if not full_scan and state.cursors:
+        folders = sorted(state.cursors.items())
+        return [*((f"{folder}/", after, None) for folder, after in folders),
+                (prefix, max(after for _, after in folders), None)]
+    out: list[Listing] = []
+    after = None
+    for folder, floor in sorted(state.floors.items()):
+        out.append((prefix, after, f"{folder}/"))
+        after = floor
+    return [*out, (prefix, after, None)]
+
+
+
+
+def forget_old(state: WatchState, horizon: timedelta = SEEN_HORIZON) -> int:
+    """Move each table's floor up to its newest time-named key older than `horizon`
+    behind its cursor (by name), never past an object still pending or in flight, and
+    forget the keys up to it. Returns how many were forgotten."""
+    held = set(state.pending) | {o.key for objs in state.in_flight.values() for o in objs}
+    by_folder: dict[str, list[str]] = {}
+    for key in state.seen:
+        by_folder.setdefault(table_folder(key), []).append(key)
+    forgotten = 0
+    for folder, cursor in state.cursors.items():
+        keys = by_folder.get(folder, [])
+        newest = name_time(cursor)
+        if newest is None:  # not a cursor this version would set
+            continue
+        limit = min((k for k in held if table_folder(k) == folder), default=None)
+        old = [k for k in keys if is_time_named(k) and sorts_by_time(k)
+               and (limit is None or k < limit)
+               and (at := name_time(k)) is not None and at < newest - horizon]
+        if not old:
+            continue
+        floor = max(old)
+        for key in keys:
+            if key <= floor:
+                del state.seen[key]
+                forgotten += 1
+        state.floors[folder] = max(floor, state.floors.get(folder, ""))
+    return forgotten
 
 
 def observe(state: WatchState, listed: Iterable[S3Object], now: float,
             full_scan: bool = False) -> list[S3Object]:
     """Record a listing; returns the objects not seen before (now pending). A full
-    listing also forgets keys that are gone (quarantined or removed), so `seen` stays
-    the size of the prefix, not of its history."""
+    listing also forgets keys that are gone (quarantined or removed) and keys an hour
+    behind their table's cursor (forget_old), so `seen` stays the size of the last
+    hour's files, not of the prefix's history."""
     new = []
     listed = list(listed)
     if full_scan:
         present = {o.key for o in listed}
         for key in [k for k in state.seen if k not in present and k not in state.pending]:
             del state.seen[key]
-        folders = {table_folder(k) for k in present}
+        folders = {table_folder(k) for k in present} | set(state.floors)
         for folder in [f for f in state.cursors if f not in folders]:
             del state.cursors[folder]  # the table's files are gone (resync, removed)
     for obj in listed:
@@ -144,6 +202,7 @@ def observe(state: WatchState, listed: Iterable[S3Object], now: float,
             state.cursors[folder] = obj.key
     if full_scan:
         state.last_full_scan_at = now
+        forget_old(state)
     return new
 
 
@@ -172,9 +231,11 @@ def run_ended_only(state: WatchState) -> str | None:
 
 def sweep_due(state: WatchState, now: float, period: float) -> bool:
     """The sweep's schedule: every `period` seconds (0: never); at once when the last one
-    is in the future (the wall clock stepped back)."""
+    is in the future (the wall clock stepped back). Not while new objects wait for the
+    Lambda (backing off): a run the sweep started would read them unchecked."""
     last = state.last_sweep_at
-    return period > 0 and (last is None or now - last >= period or now < last)
+    return (period > 0 and not state.pending
+            and (last is None or now - last >= period or now < last))
 
 
 def batch(state: WatchState, limit: int = MAX_RECORDS_PER_EVENT) -> list[S3Object]:
@@ -188,10 +249,11 @@ def record_accepted(state: WatchState, now: float, run_id: str | None,
     if run_id:
         state.in_flight[run_id] = list(state.pending.values())
     state.pending.clear()
-    # the new run lists everything: it signals a backlog again if need be (on AWS the
-    # ended runs' events still arrive; the Lambda finds this run going and leaves it)
-    state.backlog = False
-    state.ended.clear()
+    if run_id:  # (none: every object was quarantined or gone, so nothing was started)
+        # the new run lists everything: it signals a backlog again if need be (on AWS the
+        # ended runs' events still arrive; the Lambda finds this run going and leaves it)
+        state.backlog = False
+        state.ended.clear()
     state.attempts = 0
     state.next_attempt_at = 0.0
     state.last_error = None
@@ -256,6 +318,7 @@ def _obj_from_dict(d: dict) -> S3Object:
 def to_dict(state: WatchState) -> dict:
     return {
         "cursors": state.cursors,
+        "floors": state.floors,
         "seen": state.seen,
         "pending": [_obj_to_dict(o) for o in state.pending.values()],
         "in_flight": {r: [_obj_to_dict(o) for o in objs] for r, objs in state.in_flight.items()},
@@ -282,6 +345,7 @@ def from_dict(d: dict) -> WatchState:
     pending = [_obj_from_dict(x) for x in d.get("pending", [])]
     return WatchState(
         cursors=_cursors(d),
+        floors=dict(d.get("floors") or {}),
         seen=dict(d.get("seen", {})),
         pending={o.key: o for o in pending},
         in_flight={r: [_obj_from_dict(x) for x in objs]

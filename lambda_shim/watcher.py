@@ -80,15 +80,19 @@ def save_state(path: Path, state: logic.WatchState) -> None:
     write_json(path, {**logic.to_dict(state), "updated_at": time.time(), "pid": os.getpid()})
 
 
-def list_objects(s3, bucket: str, prefix: str, start_after: str | None) -> list[S3Object]:
+def list_objects(s3, bucket: str, prefix: str, start_after: str | None,
+                 stop_before: str | None = None) -> list[S3Object]:
     """Every object the job would read: all but hidden names, whatever their ending (the
-    Lambda checks each one, so a stray object is quarantined, not left to fail a run)."""
+    Lambda checks each one, so a stray object is quarantined, not left to fail a run);
+    keys after `start_after` and before `stop_before` (keys come in order)."""
     kwargs = {"Bucket": bucket, "Prefix": prefix}
     if start_after:
         kwargs["StartAfter"] = start_after
     out = []
     for page in s3.get_paginator("list_objects_v2").paginate(**kwargs):
         for item in page.get("Contents", []):
+            if stop_before is not None and item["Key"] >= stop_before:
+                return out
             if not is_hidden(item["Key"]):
                 lm = item["LastModified"]
                 out.append(S3Object(bucket, item["Key"], int(item["Size"]),
@@ -116,8 +120,8 @@ class Watcher:
         full = logic.full_scan_due(self.state, now, self.full_scan_seconds)
         listed: dict[str, S3Object] = {}
         try:
-            for prefix, after in logic.listings(self.state, self.prefix, full):
-                for obj in list_objects(self.s3, self.bucket, prefix, after):
+            for prefix, after, stop in logic.listings(self.state, self.prefix, full):
+                for obj in list_objects(self.s3, self.bucket, prefix, after, stop):
                     listed[obj.key] = obj
         except Exception as e:  # S3 down or bucket missing: say so, keep polling
             log.warning("listing s3://%s/%s failed: %s", self.bucket, self.prefix, e)

@@ -276,7 +276,7 @@ def test_runs_that_leave_a_backlog_get_the_next_run_through_eventbridge(aws):
         "source": ["aws.glue"], "detail-type": ["Glue Job State Change"],
         "detail": {"jobName": [P.glue_job.name], "state": ["SUCCEEDED"]}}
     sweep = events.describe_rule(Name=n.sweep_rule)
-    minutes = round(P.glue_job.backlog_sweep_minutes)
+    minutes = P.glue_job.backlog_sweep_minutes
     assert sweep["ScheduleExpression"] == f"rate({minutes} minutes)"
     for rule in (ended, sweep):
         assert rule["State"] == "ENABLED"
@@ -301,6 +301,8 @@ def test_runs_that_leave_a_backlog_get_the_next_run_through_eventbridge(aws):
 
 
 def test_the_lambda_starts_a_run_while_the_backlog_marker_exists(aws, monkeypatch):
+    import datetime as dt
+
     from lambda_shim import eventbridge_events, lambda_function
     from lambda_shim.function_env import function_environment
 
@@ -309,24 +311,55 @@ def test_the_lambda_starts_a_run_while_the_backlog_marker_exists(aws, monkeypatc
     pa = plan.pipeline
     for name, value in function_environment(pa).items():
         monkeypatch.setenv(name, value)
+    monkeypatch.setenv("GLUE_JOB_NAMES", f"{P.glue_job.name},brought-along")
     s3, glue = session.client("s3"), session.client("glue")
     s3.create_bucket(Bucket=plan.names.scripts_bucket)
-    glue.create_job(Name=P.glue_job.name, Role="r",
+    job = P.glue_job.name
+    glue.create_job(Name=job, Role="r",
                     Command={"Name": "glueetl", "ScriptLocation": "s3://x/y.py"})
     bucket, key = pa.backlog_marker().removeprefix("s3://").split("/", 1)
+    ended = glue.start_job_run(JobName=job)["JobRunId"]  # the run whose end is announced
+    started_on = glue.get_job_run(JobName=job, RunId=ended)["JobRun"]["StartedOn"]
+    monkeypatch.setattr(lambda_function, "stale_marker",  # moto's runs never end
+                        _succeeded_at(lambda_function.stale_marker, started_on))
 
-    def state_change(job: str = P.glue_job.name, state: str = "SUCCEEDED") -> dict:
-        return eventbridge_events.job_state_change(job, "jr_1", state, region=REGION,
+    def state_change(name: str = job, state: str = "SUCCEEDED") -> dict:
+        return eventbridge_events.job_state_change(name, ended, state, region=REGION,
                                                    account=account)
+
+    def runs() -> int:
+        return len(glue.get_job_runs(JobName=job)["JobRuns"])
 
     sweep = eventbridge_events.scheduled(plan.names.sweep_rule, region=REGION, account=account)
     for event in (state_change(), sweep):  # no marker: nothing to start
         out = lambda_function.lambda_handler(event, None)
-        assert out["JobRuns"] == {} and out["Backlog"] == {P.glue_job.name: False}
-    s3.put_object(Bucket=bucket, Key=key, Body=b"{}")
-    for event in (state_change(state="FAILED"), state_change(job="someone-elses")):
+        assert out["JobRuns"] == {} and out["Backlog"] == {job: False}
+    s3.put_object(Bucket=bucket, Key=key, Body=b'{"source": "job"}')
+    for event in (state_change(state="FAILED"), state_change(name="brought-along")):
         assert lambda_function.lambda_handler(event, None)["JobRuns"] == {}
     for event in (state_change(), sweep):
         out = lambda_function.lambda_handler(event, None)
-        assert out["Backlog"] == {P.glue_job.name: True} and out["JobRunId"]
-    assert len(glue.get_job_runs(JobName=P.glue_job.name)["JobRuns"]) == 2
+        assert out["Backlog"] == {job: True} and out["JobRunId"]
+    assert runs() == 3
+    # a marker older than the ended run's start: that run should have deleted it (its
+    # delete failed); following it would chain runs forever
+    later = started_on + dt.timedelta(minutes=5)
+    monkeypatch.setattr(lambda_function, "stale_marker",
+                        _succeeded_at(lambda_function.stale_marker.__wrapped__, later))
+    for event in (state_change(), sweep):
+        assert lambda_function.lambda_handler(event, None)["JobRuns"] == {}
+    assert runs() == 3
+
+
+def _succeeded_at(stale_marker, started_on):
+    """stale_marker as if the run it looks at SUCCEEDED, having started at `started_on`."""
+    from types import SimpleNamespace
+
+    def check(glue, job, written, run_id):
+        run = {"Id": run_id or "newest", "JobRunState": "SUCCEEDED", "StartedOn": started_on}
+        fake = SimpleNamespace(get_job_run=lambda **_: {"JobRun": run},
+                               get_job_runs=lambda **_: {"JobRuns": [run]})
+        return stale_marker(fake, job, written, run_id)
+
+    check.__wrapped__ = stale_marker
+    return check
