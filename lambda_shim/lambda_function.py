@@ -144,14 +144,19 @@ def marker_written(s3, job: str) -> datetime | None:
 
 def stale_marker(glue, job: str, written: datetime, run_id: str | None) -> str | None:
     """Why the marker must not be followed: it is older than the start of the job's
-    newest SUCCEEDED run (the ended run, or the newest run for the sweep), which read
-    everything it announced and should have deleted it; following it would start run
-    after run. None: follow it."""
+    newest SUCCEEDED run of every table (the ended run, or the newest such run for the
+    sweep), which read everything it announced and should have deleted it; following it
+    would start run after run. None: follow it."""
+    def every_table(run: dict) -> bool:  # a --tables run reads (and clears) no other
+        return "--tables" not in (run.get("Arguments") or {})
+
     if run_id:
         run = glue.get_job_run(JobName=job, RunId=run_id)["JobRun"]
     else:
-        run = (glue.get_job_runs(JobName=job, MaxResults=1)["JobRuns"] or [None])[0]
-    if not run or run.get("JobRunState") != eventbridge_events.SUCCEEDED:
+        runs = glue.get_job_runs(JobName=job, MaxResults=10)["JobRuns"]
+        run = next((r for r in runs if every_table(r)), None)
+    if (not run or not every_table(run)
+            or run.get("JobRunState") != eventbridge_events.SUCCEEDED):
         return None
     if written >= run["StartedOn"] - timedelta(seconds=MARKER_CLOCK_MARGIN_S):
         return None

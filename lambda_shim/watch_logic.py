@@ -51,10 +51,18 @@ def is_time_named(key: str) -> bool:
             and name_time(key) is not None)
 
 
+_NAME_TIME = re.compile(r"(\d{4})(\d{2})(\d{2})-(\d{2})(\d{2})(\d{2})(\d{3})")
+
+
 def name_time(key: str) -> datetime | None:
-    """The time in a DMS CDC file's name (yyyyMMdd-HHmmssSSS); None if it holds none."""
+    """The time in a DMS CDC file's name (yyyyMMdd-HHmmssSSS); None if it holds none
+    (strptime would read "20261122-990000000" as 09:09)."""
+    m = _NAME_TIME.match(posixpath.basename(key))
+    if m is None:
+        return None
+    y, mo, d, h, mi, sec, ms = (int(g) for g in m.groups())
     try:
-        return datetime.strptime(posixpath.basename(key)[:18], "%Y%m%d-%H%M%S%f")
+        return datetime(y, mo, d, h, mi, sec, ms * 1000)
     except ValueError:
         return None
 
@@ -138,7 +146,8 @@ def listings(state: WatchState, prefix: str, full_scan: bool) -> list[Listing]:
                 (prefix, max(after for _, after in folders), None)]
     out: list[Listing] = []
     after = None
-    for folder, floor in sorted(state.floors.items()):
+    # in the order of the folders' keys ("t/" sorts after "t-x/": not as "t" and "t-x")
+    for folder, floor in sorted(state.floors.items(), key=lambda f: f[0] + "/"):
         out.append((prefix, after, f"{folder}/"))
         after = floor
     return [*out, (prefix, after, None)]
@@ -154,13 +163,17 @@ def forget_old(state: WatchState, horizon: timedelta = SEEN_HORIZON) -> int:
     by_folder: dict[str, list[str]] = {}
     for key in state.seen:
         by_folder.setdefault(table_folder(key), []).append(key)
+    lowest_held: dict[str, str] = {}
+    for key in held:
+        folder = table_folder(key)
+        lowest_held[folder] = min(key, lowest_held.get(folder, key))
     forgotten = 0
     for folder, cursor in state.cursors.items():
         keys = by_folder.get(folder, [])
         newest = name_time(cursor)
         if newest is None:  # not a cursor this version would set
             continue
-        limit = min((k for k in held if table_folder(k) == folder), default=None)
+        limit = lowest_held.get(folder)
         old = [k for k in keys if is_time_named(k) and sorts_by_time(k)
                and (limit is None or k < limit)
                and (at := name_time(k)) is not None and at < newest - horizon]
@@ -187,9 +200,12 @@ def observe(state: WatchState, listed: Iterable[S3Object], now: float,
         present = {o.key for o in listed}
         for key in [k for k in state.seen if k not in present and k not in state.pending]:
             del state.seen[key]
-        folders = {table_folder(k) for k in present} | set(state.floors)
-        for folder in [f for f in state.cursors if f not in folders]:
-            del state.cursors[folder]  # the table's files are gone (resync, removed)
+        # a table's cursor key lies above its floor, so it is always listed while it
+        # exists: a folder with no key listed has been emptied (resync, table removed)
+        folders = {table_folder(k) for k in present}
+        for folder in [f for f in {*state.cursors, *state.floors} if f not in folders]:
+            state.cursors.pop(folder, None)
+            state.floors.pop(folder, None)
     for obj in listed:
         if state.seen.get(obj.key) == obj.etag:
             continue

@@ -349,14 +349,22 @@ def test_the_lambda_starts_a_run_while_the_backlog_marker_exists(aws, monkeypatc
     for event in (state_change(), sweep):
         assert lambda_function.lambda_handler(event, None)["JobRuns"] == {}
     assert runs() == 3
+    # ...unless that run read only some tables (--tables): it clears no marker
+    monkeypatch.setattr(lambda_function, "stale_marker", _succeeded_at(
+        lambda_function.stale_marker.__wrapped__, later, {"--tables": "public.a"}))
+    for event in (state_change(), sweep):
+        assert lambda_function.lambda_handler(event, None)["JobRunId"]
+    assert runs() == 5
 
 
-def _succeeded_at(stale_marker, started_on):
-    """stale_marker as if the run it looks at SUCCEEDED, having started at `started_on`."""
+def _succeeded_at(stale_marker, started_on, arguments=None):
+    """stale_marker as if the runs it looks at SUCCEEDED, having started at `started_on`
+    with these arguments."""
     from types import SimpleNamespace
 
     def check(glue, job, written, run_id):
-        run = {"Id": run_id or "newest", "JobRunState": "SUCCEEDED", "StartedOn": started_on}
+        run = {"Id": run_id or "newest", "JobRunState": "SUCCEEDED", "StartedOn": started_on,
+               "Arguments": arguments or {}}
         fake = SimpleNamespace(get_job_run=lambda **_: {"JobRun": run},
                                get_job_runs=lambda **_: {"JobRuns": [run]})
         return stale_marker(fake, job, written, run_id)

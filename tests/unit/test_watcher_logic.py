@@ -115,32 +115,49 @@ def test_state_round_trips_and_a_restart_retries_at_once():
     assert logic.due(back, 0.0) and logic.full_scan_due(back, 0.0)
 
 
-names = st.from_regex(r"(|other/)(LOAD0000000[1-9]|2026112[0-9]-[0-9]{9})\.csv",
-                      fullmatch=True)
+names = st.from_regex(r"(LOAD0000000[1-9]|2026112[0-9]-[0-9]{9})\.csv", fullmatch=True)
+ROOT = "dms/db/public/"
+# table folders whose names prefix each other ("t-x/" sorts before "t/"), LOAD files,
+# CDC names over two days (floors move), and names holding no valid time
+keys = st.builds(lambda folder, name: f"{ROOT}{folder}/{name}.csv",
+                 st.sampled_from(["t", "t-x", "t2", "t/2026/11/2"]),
+                 st.from_regex(r"LOAD0000000[1-9]|2026112[12]-[0-2][0-9][0-5][0-9]00000"
+                               r"|20261122-9[0-9]{8}", fullmatch=True))
 
 
-@given(st.lists(st.lists(names, max_size=4), max_size=6), st.data())
+def late(state: logic.WatchState, key: str) -> bool:
+    """Named over an hour behind its table's newest name when it lands: DMS and the
+    lab's emitter write no such name."""
+    cursor = state.cursors.get(logic.table_folder(key))
+    at = logic.name_time(key)
+    return (cursor is not None and at is not None and logic.is_time_named(key)
+            and at < logic.name_time(cursor) - logic.SEEN_HORIZON)
+
+
+@given(st.lists(st.lists(keys, max_size=4), max_size=8), st.data())
 def test_no_object_is_ever_dropped_without_an_accepted_run(batches, data):
     """Whatever lands and however often the handler refuses, an object leaves `pending`
-    only through an accepted invocation, and every landed object is seen, but one that
-    lands named at or below its table's floor (an hour behind the newest name there:
-    DMS does not write such names, and the job still reads it in its next run)."""
+    only through an accepted invocation, every landed object is seen but one named over
+    an hour late (the job still reads it in its next run), and none is announced twice."""
     s = logic.WatchState()
     landed: set[str] = set()
     covered: set[str] = set()
-    late: set[str] = set()
+    excused: set[str] = set()
     now = 0.0
+
+    def obj(key: str) -> S3Object:
+        return S3Object("b", key, 10, "e1", T0)
+
     for batch in batches:
         now += 1
-        listed = [o(n) for n in batch]
-        landed |= {x.key for x in listed}
-        late |= {x.key for x in listed
-                 if x.key <= s.floors.get(logic.table_folder(x.key), "")}
+        excused |= {k for k in batch if k not in landed and late(s, k)}
+        landed |= set(batch)
         full = data.draw(st.booleans())
         # each listing returns the keys under its prefix after its start-after key
-        visible = [o(k[len(PREFIX):]) for k in sorted(landed)
-                   if any(in_listing(k, lst) for lst in logic.listings(s, PREFIX, full))]
-        logic.observe(s, visible, now, full)
+        visible = [obj(k) for k in sorted(landed)
+                   if any(in_listing(k, lst) for lst in logic.listings(s, ROOT, full))]
+        new = logic.observe(s, visible, now, full)
+        assert not {x.key for x in new} & covered  # never announced twice
         if logic.due(s, now):
             if data.draw(st.booleans()):
                 covered |= set(s.pending)
@@ -148,8 +165,46 @@ def test_no_object_is_ever_dropped_without_an_accepted_run(batches, data):
             else:
                 logic.record_rejected(s, now, "busy")
     # a final full scan then catches anything the incremental listing skipped
-    logic.observe(s, [o(k[len(PREFIX):]) for k in landed], now + 1, full_scan=True)
-    assert covered | set(s.pending) | late == landed
+    visible = [obj(k) for k in sorted(landed)
+               if any(in_listing(k, lst) for lst in logic.listings(s, ROOT, True))]
+    logic.observe(s, visible, now + 1, full_scan=True)
+    assert covered | set(s.pending) | excused == landed
+
+
+def test_a_name_holding_no_valid_time_is_not_time_named() -> None:
+    for name in ("20261122-990000000.csv", "20261124-250000000.csv", "20261340-100000000.csv"):
+        assert not logic.is_time_named(PREFIX + name), name
+    assert logic.is_time_named(PREFIX + "20261124-235959999.csv")
+
+
+def test_full_listings_skip_forgotten_keys_whatever_the_folders_names() -> None:
+    """"t-x/" sorts before "t/": ordering the floors by folder name ("t" < "t-x") made
+    the ranges overlap and re-announced both tables' whole history."""
+    s = logic.WatchState()
+    keys = [f"{ROOT}{folder}/{t(m)[len(PREFIX):]}" for folder in ("t", "t-x")
+            for m in range(0, 130, 10)]
+    objs = [S3Object("b", k, 1, "e", T0) for k in keys]
+    logic.observe(s, objs, 0.0)
+    logic.record_accepted(s, 1.0, "jr_1", keys)
+    logic.record_run_ended(s, "jr_1", "SUCCEEDED", 2.0)
+    logic.observe(s, objs, 3.0, full_scan=True)
+    assert len(s.floors) == 2
+    for _ in range(3):
+        visible = [x for x in objs
+                   if any(in_listing(x.key, lst) for lst in logic.listings(s, ROOT, True))]
+        assert logic.observe(s, visible, 4.0, full_scan=True) == []
+
+
+def test_an_emptied_tables_cursor_and_floor_go() -> None:
+    s = logic.WatchState()
+    keys = [t(m) for m in range(0, 130, 10)]
+    logic.observe(s, [S3Object("b", k, 1, "e", T0) for k in keys], 0.0)
+    logic.record_accepted(s, 1.0, "jr_1", keys)
+    logic.record_run_ended(s, "jr_1", "SUCCEEDED", 2.0)
+    logic.observe(s, [S3Object("b", k, 1, "e", T0) for k in keys], 3.0, full_scan=True)
+    assert s.floors and s.cursors
+    logic.observe(s, [], 4.0, full_scan=True)  # resync moved the table's files away
+    assert s.floors == {} and s.cursors == {} and s.seen == {}
 
 
 def test_a_failed_run_puts_its_objects_back_and_a_succeeded_one_clears_them():
