@@ -14,7 +14,7 @@ CACHE="${CDCLAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cdclab}"
 VENV="$ROOT/.venv"
 mkdir -p "$CACHE"
 
-say() { printf '\033[1mbootstrap:\033[0m %s\n' "$*"; }
+say() { printf '\033[1mbootstrap:\033[0m %s\n' "$*" >&2; }  # stdout: the make target's own (JSON)
 die() { printf '\033[31mbootstrap: error:\033[0m %s\n' "$*" >&2; exit 1; }
 
 # One bootstrap at a time per cache: two `make setup` (two clones, or CI jobs) sharing
