@@ -9,11 +9,15 @@ RSS (the Glue API's Spark driver and run processes included), the state dir's si
 part, and, every few samples, the JVMs' live heap (after a full GC). Growth is measured
 over the second half of the soak: the median of its last quarter against the median of
 its third quarter (medians ride out a run process or a merge in flight), in percent; the
-target is <= 5 % for every process and for the pipeline's own state. Data that grows
-with the workload by design is reported apart: bronze objects (DMS files, kept for audit
-as on S3), the source database, silver's data files (the source table grows: the
-workload inserts more than it deletes). At the end the pipeline drains and silver is
-reconciled with the source.
+target is <= 5 % for every process of the pipeline and for the pipeline's own state.
+Memory is each process tree's summed RSS, and its PSS beside it (summed RSS counts a
+shared page once per process: postgres's shared buffers once per backend). The source
+database (postgres, RDS's stand-in) is reported apart, like its data files: its buffer
+cache fills with its growing tables up to shared_buffers. Data that grows with the
+workload by design is reported apart: bronze objects (DMS files, kept for audit as on
+S3), the source database, silver's data files (the source table grows: the workload
+inserts more than it deletes). At the end the pipeline drains and silver is reconciled
+with the source.
 
 The Glue job's upkeep runs with a short schedule (`--maintenance-interval-minutes`,
 `--snapshot-retention-minutes`) so that the soak reaches its steady state; with the
@@ -44,20 +48,23 @@ HEAP_EVERY = 4  # live heap every 4th sample: the histogram's full GC pauses the
 JVM_SERVICES = ("glue", "iceberg-rest")
 
 
-def tree_rss(pid: int) -> int:
-    """RSS of a process and all its descendants, bytes (0 if it is gone)."""
+def tree_memory(pid: int) -> tuple[int, int]:
+    """(RSS, PSS) of a process and all its descendants, bytes ((0, 0) if it is gone).
+    Summed RSS counts a shared page once per process that touched it (postgres's shared
+    buffers, once per backend); PSS shares it out, so the tree's sum counts it once."""
     import psutil
 
     try:
         p = psutil.Process(pid)
         procs = [p, *p.children(recursive=True)]
     except psutil.Error:
-        return 0
-    total = 0
+        return 0, 0
+    rss = pss = 0
     for q in procs:
         with contextlib.suppress(psutil.Error):  # gone since the listing
-            total += q.memory_info().rss
-    return total
+            info = q.memory_full_info()
+            rss, pss = rss + info.rss, pss + getattr(info, "pss", info.rss)
+    return rss, pss
 
 
 def jvm_live_heap(pid: int) -> int | None:
@@ -112,6 +119,9 @@ def state_parts(state: Path, p: settings.PipelineSettings) -> dict[str, int]:
 
 
 DATA_PARTS = ("bronze_objects", "postgres", "silver_data")  # grow with the data by design
+# the source database (RDS's stand-in), reported apart like its data files: its buffer
+# cache fills with its growing tables up to shared_buffers (postgres/postgresql.conf)
+SOURCE_PROCESSES = ("postgres",)
 # bounded by count or size, full only after hours: the keeper's rotation (20 MB x 4 per
 # service log, the newest 500 Glue run logs); reported with their growth, judged apart.
 # "tmp": the JVM services' temp dirs, emptied at each start (one start's jar copies,
@@ -280,7 +290,10 @@ def soak(args: argparse.Namespace, state: Path) -> dict:
         samples = []
         while worker.is_alive():
             at = time.monotonic() - started
-            rss = {n: tree_rss(pid) if (pid := stack.pid_of(n)) else 0 for n in names}
+            memory = {n: tree_memory(pid) if (pid := stack.pid_of(n)) else (0, 0)
+                      for n in names}
+            rss = {n: m[0] for n, m in memory.items()}
+            pss = {n: m[1] for n, m in memory.items()}
             parts = state_parts(state, p)
             try:
                 view = pipeline_view()
@@ -290,7 +303,8 @@ def soak(args: argparse.Namespace, state: Path) -> dict:
                 say(f"{at:.0f}s: no pipeline view ({view['error'][:200]})")
             heap = ({n: jvm_live_heap(pid) if (pid := stack.pid_of(n)) else None
                      for n in JVM_SERVICES} if len(samples) % HEAP_EVERY == 0 else None)
-            samples.append({"t": round(at, 1), "rss": rss, "state": parts, "heap": heap,
+            samples.append({"t": round(at, 1), "rss": rss, "pss": pss, "state": parts,
+                            "heap": heap,
                             "waiting": view.get("objects_waiting")})
             worker.join(max(0.0, args.sample_seconds - (time.monotonic() - started - at)))
         workload_seconds = time.monotonic() - started
@@ -320,10 +334,14 @@ def summarize(args, samples, report, workload_seconds, runs, timings, equal,
     processes = {}
     for name in samples[0]["rss"]:
         series = [s["rss"][name] / 2**20 for s in samples]
+        shared_out = [s["pss"][name] / 2**20 for s in samples]
         processes[name] = {"rss_mib_first": round(series[0], 1),
                            "rss_mib_last": round(series[-1], 1),
                            "rss_mib_max": round(max(series), 1),
-                           "growth_pct_last_half": growth_pct(series)}
+                           "growth_pct_last_half": growth_pct(series),
+                           "pss_mib_last": round(shared_out[-1], 1),
+                           "pss_growth_pct_last_half": growth_pct(shared_out),
+                           "source_database": name in SOURCE_PROCESSES}
     heaps = {}
     for name in JVM_SERVICES:
         series = [s["heap"][name] / 2**20 for s in samples
@@ -348,7 +366,8 @@ def summarize(args, samples, report, workload_seconds, runs, timings, equal,
     data_rate = {part: round((half[-1]["state"].get(part, 0) - half[0]["state"].get(part, 0))
                              / 2**20 / minutes_half, 3) if minutes_half else None
                  for part in DATA_PARTS}
-    checked = [m["growth_pct_last_half"] for m in processes.values()] + [growth_pct(own)]
+    checked = [m["growth_pct_last_half"] for n, m in processes.items()
+               if n not in SOURCE_PROCESSES] + [growth_pct(own)]
     changes = report.get("inserts", 0) + report.get("updates", 0) + report.get("deletes", 0)
     files = [m.get("files", 0) for m in runs]
     upkeep = [t.get("maintenance") for m in runs for t in m.get("tables", {}).values()
