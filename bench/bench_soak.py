@@ -13,11 +13,12 @@ target is <= 5 % for every process of the pipeline and for the pipeline's own st
 Memory is each process tree's summed RSS, and its PSS beside it (summed RSS counts a
 shared page once per process: postgres's shared buffers once per backend). The source
 database (postgres, RDS's stand-in) is reported apart, like its data files: its buffer
-cache fills with its growing tables up to shared_buffers. Data that grows with the
-workload by design is reported apart: bronze objects (DMS files, kept for audit as on
-S3), the source database, silver's data files (the source table grows: the workload
-inserts more than it deletes). At the end the pipeline drains and silver is reconciled
-with the source.
+cache fills with its growing tables up to shared_buffers. The source table stays near
+--rows rows (an insert planned above that deletes instead, and the other way round), so
+the source and silver reach a steady size; --grow lets it grow as the workload inserts
+more than it deletes. Data that grows by design is reported apart: bronze objects (DMS
+files, kept for audit as on S3), the source database's files, silver's data files. At
+the end the pipeline drains and silver is reconciled with the source.
 
 The Glue job's upkeep runs with a short schedule (`--maintenance-interval-minutes`,
 `--snapshot-retention-minutes`) so that the soak reaches its steady state; with the
@@ -204,7 +205,7 @@ def pipeline_file(args: argparse.Namespace, where: Path) -> Path:
 
 
 def workload(dsn: str, seconds: float, rate: float, stop: threading.Event,
-             report: dict) -> None:
+             report: dict, hold_rows: int = 0) -> None:
     from cdclab.workload import run_workload
 
     per_txn = 1.5  # row changes per transaction, re-measured as it goes
@@ -213,7 +214,7 @@ def workload(dsn: str, seconds: float, rate: float, stop: threading.Event,
         chunk = min(CHUNK_SECONDS, end - time.monotonic())
         if chunk <= 0:
             break
-        r = run_workload(dsn, duration=chunk, rate=rate / per_txn)
+        r = run_workload(dsn, duration=chunk, rate=rate / per_txn, hold_rows=hold_rows)
         for k in ("transactions", "inserts", "updates", "deletes"):
             report[k] = report.get(k, 0) + r[k]
         report["seconds"] = report.get("seconds", 0.0) + r["seconds"]
@@ -234,6 +235,9 @@ def main() -> None:
                     help="the job's upkeep period (default: a tenth of the soak, >= 1)")
     ap.add_argument("--snapshot-retention-minutes", type=float, default=None,
                     help="time travel window (default: a fifth of the soak, >= 1)")
+    ap.add_argument("--grow", action="store_true",
+                    help="let the source table grow (the workload inserts more than it "
+                         "deletes); by default it stays near --rows, a steady state")
     ap.add_argument("--drain-timeout", type=float, default=900.0)
     ap.add_argument("--check", choices=("target", "equal"), default="target",
                     help="exit 1 unless silver equals the source and growth is within the "
@@ -284,7 +288,7 @@ def soak(args: argparse.Namespace, state: Path) -> dict:
 
         stop, report = threading.Event(), {}
         worker = threading.Thread(target=workload, daemon=True, args=(
-            dsn, args.minutes * 60, args.rate, stop, report))
+            dsn, args.minutes * 60, args.rate, stop, report, 0 if args.grow else args.rows))
         started = time.monotonic()
         worker.start()
         samples = []

@@ -38,10 +38,14 @@ Transaction = list[Op]
 class Planner:
     """Pure: plans transactions against a model of the live ids (seeded RNG)."""
 
-    def __init__(self, live_ids: set[int], next_id: int, seed: int = 0) -> None:
+    def __init__(self, live_ids: set[int], next_id: int, seed: int = 0,
+                 hold_rows: int = 0) -> None:
         self.rng = random.Random(seed)
         self.live = set(live_ids)
         self.next_id = next_id
+        # > 0: keep the table near this many rows (a soak's steady state): an insert
+        # planned above it deletes instead, a delete planned below it inserts instead
+        self.hold_rows = hold_rows
 
     def _new_row(self) -> dict[str, Any]:
         row = host(self.rng, self.next_id)
@@ -69,6 +73,11 @@ class Planner:
 
     def transaction(self) -> Transaction:
         kind = self.rng.choices(SCENARIOS, WEIGHTS)[0]
+        if self.hold_rows and len(self.live) > self.hold_rows and kind == "insert":
+            kind = "delete"
+        elif self.hold_rows and len(self.live) < self.hold_rows and kind in (
+                "delete", "update_delete"):
+            kind = "insert"
         target = self._pick()
         if target is None or kind == "insert":
             row = self._new_row()
@@ -139,9 +148,10 @@ def execute(conn: psycopg.Connection, txn: Transaction) -> None:
 def run_workload(
     dsn: str, *, duration: float | None = None, transactions: int | None = None,
     rate: float = 40.0, seed: int | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[str], None] | None = None, hold_rows: int = 0,
 ) -> dict[str, Any]:
-    """Run planned transactions at ~`rate`/s until `duration` seconds or `transactions` done."""
+    """Run planned transactions at ~`rate`/s until `duration` seconds or `transactions`
+    done; `hold_rows` > 0 keeps the table near that many rows (Planner)."""
     if duration is None and transactions is None:
         raise ValueError("run_workload needs duration or transactions")
     seed = random.randrange(2**31) if seed is None else seed
@@ -152,7 +162,7 @@ def run_workload(
         ids = {r[0] for r in conn.execute(sql.SQL("SELECT {} FROM {}.{}").format(
             sql.Identifier(src.primary_key), sql.Identifier(src.schema),
             sql.Identifier(src.table)))}
-        planner = Planner(ids, max(ids, default=0) + 1, seed)
+        planner = Planner(ids, max(ids, default=0) + 1, seed, hold_rows)
         start = time.monotonic()
         last_report = start
         while True:

@@ -35,3 +35,16 @@ def test_covers_the_tricky_scenarios() -> None:
     assert all(len({op.id for op in t}) == 1 for t in same_id)
     assert any(len(t) > 2 and all(op.kind == UPDATE for op in t) for t in txns)
     assert any(op.kind == UPDATE and "location" in op.values for t in txns for op in t)
+
+
+@given(st.integers(0, 2**31), st.integers(1, 60), st.integers(1, 60))
+def test_hold_rows_keeps_the_table_near_its_size(seed: int, start: int, hold: int) -> None:
+    """A soak's steady state: once at the held size, the table stays within one row of
+    it (an insert_delete or delete_reinsert leaves the size as it is)."""
+    planner = Planner(set(range(1, start + 1)), start + 1, seed, hold_rows=hold)
+    sizes = []
+    for _ in range(400):
+        planner.transaction()
+        sizes.append(len(planner.live))
+    reached = next(i for i, n in enumerate(sizes) if abs(n - hold) <= 1)
+    assert all(abs(n - hold) <= 1 for n in sizes[reached:])
