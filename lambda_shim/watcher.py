@@ -160,29 +160,33 @@ class Watcher:
                 account=LOCAL_ACCOUNT), f"run {run_id} SUCCEEDED", run_id)
             return
         objs = logic.batch(self.state)
-        event = s3_event(objs, region=self.region)
         keys = [o.key for o in objs]
-        try:
-            result = self.handler(event, LambdaContext())
-        except Exception as e:  # never drop the event: keep pending, back off, retry
-            at = logic.record_rejected(self.state, time.time(), f"{type(e).__name__}: {e}")
-            log.info("handler raised for %d pending object(s), retry in %.1fs: %s",
-                     len(self.state.pending), at - time.time(), e)
-        else:
+        # never drop the event: raised, it stays pending, backing off
+        done, result = self._attempt(f"handler for {len(self.state.pending)} pending "
+                                     "object(s)", lambda: self.handler(
+                                         s3_event(objs, region=self.region), LambdaContext()))
+        if done:
             run_id = result.get("JobRunId") if isinstance(result, dict) else None
             log.info("handler accepted %d object(s): run %s", len(self.state.pending), run_id)
             logic.record_accepted(self.state, time.time(), run_id, keys)
         save_state(self.state_file, self.state)
 
-    def _deliver(self, event: dict, what: str, ended_run: str | None = None) -> None:
-        """Hand the Lambda an EventBridge event; a run it starts is followed like the
-        runs S3 events start. Raised: back off and hand it again (Lambda's async retry)."""
+    def _attempt(self, what: str, call: Callable[[], object]) -> tuple[bool, object]:
+        """(True, its result), or (False, None) when it raised: then the next attempt
+        backs off, as Lambda's async retries do."""
         try:
-            result = self.handler(event, LambdaContext())
+            return True, call()
         except Exception as e:
             at = logic.record_rejected(self.state, time.time(), f"{type(e).__name__}: {e}")
-            log.info("handler raised for %s, retry in %.1fs: %s", what, at - time.time(), e)
-        else:
+            log.info("%s failed, retry in %.1fs: %s", what, at - time.time(), e)
+            return False, None
+
+    def _deliver(self, event: dict, what: str, ended_run: str | None = None) -> None:
+        """Hand the Lambda an EventBridge event; a run it starts is followed like the
+        runs S3 events start."""
+        done, result = self._attempt(f"handler for {what}",
+                                     lambda: self.handler(event, LambdaContext()))
+        if done:
             run_id = result.get("JobRunId") if isinstance(result, dict) else None
             if run_id:
                 log.info("%s: input was left for later, the Lambda started run %s", what,
@@ -199,17 +203,13 @@ class Watcher:
                                                    account=LOCAL_ACCOUNT), "backlog sweep")
 
     def _start_for_backlog(self) -> None:
-        """Input was left by a capped run: start the job again (busy: back off, retry)."""
+        """A run that only worked off a backlog failed: start the job again (the local
+        stand-in for the job's retries; busy: back off, retry)."""
         if self.start_run is None:
             self.state.backlog = False  # nothing to start it with
         else:
-            try:
-                run_id = self.start_run()
-            except Exception as e:
-                at = logic.record_rejected(self.state, time.time(), f"{type(e).__name__}: {e}")
-                log.info("starting a run for the backlog failed, retry in %.1fs: %s",
-                         at - time.time(), e)
-            else:
+            done, run_id = self._attempt("starting a run for the backlog", self.start_run)
+            if done:
                 log.info("started run %s for the backlog", run_id)
                 logic.record_accepted(self.state, time.time(), run_id, [])
         save_state(self.state_file, self.state)
