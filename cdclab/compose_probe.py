@@ -28,6 +28,7 @@ from pathlib import Path
 
 from cdclab import credentials, settings
 from cdclab.services.base import StackContext, port_answers
+from glue_local.driver_state import driver_healthy
 
 CONTAINER_USER = 1000  # the image's cdclab user
 NOTEBOOKS = settings.REPO_ROOT / "notebooks"
@@ -57,6 +58,9 @@ def health(name: str) -> bool:
 
     if not ready_marker(name).exists():
         print(f"{name}: not ready yet (starting)", file=sys.stderr)
+        return False
+    if name == "glue" and not driver_healthy(settings.state_dir()):
+        print("glue: its Spark driver died and is restarting", file=sys.stderr)
         return False
     if name in HEALTH_PORTS:
         return port_answers(port_for(HEALTH_PORTS[name]))

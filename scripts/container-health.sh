@@ -11,7 +11,10 @@ case "$name" in
   postgres) port="${CDCLAB_PORT_POSTGRES:-5432}" ;;
   minio) port="${CDCLAB_PORT_MINIO:-9000}" ;;
   iceberg-rest) port="${CDCLAB_PORT_ICEBERG_REST:-8181}" ;;
-  glue) port="${CDCLAB_PORT_GLUE:-8090}" ;;
+  # and its Spark driver not dead or restarting (glue_local/runner.py driver_healthy)
+  glue) port="${CDCLAB_PORT_GLUE:-8090}"
+        ! grep -Eqs '"state": *"(dead|restarting)"' "$state/glue/driver.json" ||
+          { echo "glue: its Spark driver died and is restarting" >&2; exit 1; } ;;
   emitter) grep -Eq '"phase": *"(streaming|loaded)"' "$state/emitter/state.json" &&
            ! grep -q '"resync_needed"' "$state/emitter/state.json"; exit ;;
   # listing: its state file rewritten within WATCHER_STALE_SECONDS (cdclab/settings.py)

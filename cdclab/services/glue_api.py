@@ -18,6 +18,7 @@ from cdclab.services.base import (
     StackContext,
     python_module,
 )
+from glue_local.driver_state import driver_healthy
 from glue_local.server import ENV_GLUE_CLIENTS, ENV_GLUE_PORT
 
 ENV_GLUE_WARM = "CDCLAB_GLUE_WARM"  # 0: no warm Spark session at start (Spark-free tests)
@@ -139,6 +140,8 @@ class GlueApiService(Service):
         })
 
     def healthy(self, ctx: StackContext) -> bool:
+        if not driver_healthy(ctx.state_dir):  # its JVM died: runs fail until it is back
+            return False
         return "Jobs" in glue_call(self.endpoint(ctx), "GetJobs", {}, timeout=2.0,
                                    env=caller_env(ctx.env))
 

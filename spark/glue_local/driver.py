@@ -13,11 +13,60 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 log = logging.getLogger("glue_local.driver")
 
 SessionFactory = Callable[..., object]  # (env, extra_conf=...) -> SparkSession
+DeathHandler = Callable[[str], None]  # called with why the driver's JVM died
+WATCH_INTERVAL_SECONDS = 0.5
+# How the JVM's exit code reads: Spark's SparkExitCode.OOM, and HotSpot's exit under
+# -XX:+ExitOnOutOfMemoryError (spark_session adds it: an OOM anywhere ends the JVM
+# rather than leaving it half alive)
+OOM_EXIT_CODES = {52: "java.lang.OutOfMemoryError (SparkExitCode.OOM)",
+                  3: "java.lang.OutOfMemoryError (-XX:+ExitOnOutOfMemoryError)"}
+
+
+def death_reason(returncode: int) -> str:
+    """Why the driver's JVM ended, from its exit status (Popen: -N for signal N)."""
+    if returncode in OOM_EXIT_CODES:
+        what = OOM_EXIT_CODES[returncode]
+    elif returncode < 0:
+        what = f"killed by signal {-returncode}"
+    else:
+        what = f"exit code {returncode}"
+    return f"The Spark driver (JVM) died during this run: {what}"
+
+
+def jvm_process(session):
+    """The Popen of the session's JVM (PySpark's launch_gateway keeps it as gateway.proc);
+    None when this process did not start it (a driver reached through a port)."""
+    try:
+        return getattr(session.sparkContext._gateway, "proc", None)
+    except Exception:
+        return None
+
+
+def forget_dead_jvm(session) -> None:
+    """Clear PySpark's process-wide singletons that still point at a dead JVM, so the
+    next getOrCreate() launches a new one instead of handing back the dead context."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    gateway = SparkContext._gateway
+    with SparkContext._lock:
+        SparkContext._active_spark_context = None
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
+    if gateway is not None:
+        with suppress(Exception):  # its callback server holds a port and a thread
+            gateway.shutdown()
+        proc = getattr(gateway, "proc", None)
+        if proc is not None:
+            with suppress(Exception):
+                proc.wait(timeout=5)
 
 
 def session_alive(session) -> bool:
@@ -49,8 +98,10 @@ def forget_cached_data(session) -> None:
 
 
 class Driver:
-    def __init__(self, factory: SessionFactory, env: Mapping[str, str]) -> None:
+    def __init__(self, factory: SessionFactory, env: Mapping[str, str],
+                 on_state: Callable[[Driver], None] = lambda driver: None) -> None:
         self._factory, self._env = factory, dict(env)
+        self._on_state = on_state  # told of every change of `state` (health checks)
         self._cond = threading.Condition()
         self._session = None
         self._conf: dict[str, str] = {}  # the driver-level settings it was started with
@@ -58,6 +109,79 @@ class Driver:
         self._users = 0
         self._restart_pending = False  # a run waits to restart it: no new run joins
         self._scratch = None  # a session only used to ask which settings are runtime ones
+        self._generation = 0  # +1 at each death: a run of a dead driver leaves no count
+        self.state = "idle"  # idle (not started) | up | dead (its JVM died) | restarting
+        self.last_death: str | None = None
+        self.deaths = 0
+
+    def watch(self, on_death: DeathHandler, restart: Callable[[], None] | None = None,
+              interval: float = WATCH_INTERVAL_SECONDS) -> threading.Thread:
+        """Look at the JVM every `interval`: once it has died (an OutOfMemoryError, a
+        kill), state turns "dead" at once, `on_death` fails the runs that were on it,
+        PySpark forgets it, and `restart` (the warm start) brings a new one up. Without
+        this, every later run got the dead context (ConnectionRefusedError) for good."""
+        wake = threading.Event()
+
+        def seen(why: str) -> None:  # found by a run: the watch deals with it now
+            self._seen = why
+            wake.set()
+
+        self._on_death_seen = seen  # type: ignore[method-assign]
+        self._seen: str | None = None
+
+        def loop() -> None:
+            while True:
+                wake.wait(interval)
+                wake.clear()
+                why, self._seen = self._check_death() or self._seen, None
+                if why is None:
+                    continue
+                try:
+                    on_death(why)
+                except Exception:
+                    log.exception("failing the runs of the dead driver failed")
+                if restart is not None:
+                    self.state = "restarting"
+                    self._on_state(self)
+                    restart()
+
+        thread = threading.Thread(target=loop, name="spark-driver-watch", daemon=True)
+        thread.start()
+        return thread
+
+    @property
+    def generation(self) -> int:
+        return self._generation
+
+    def died_since(self, generation: int) -> str | None:
+        """Why the driver a run started on (its `generation`) died, if it did: a run
+        usually notices the dead JVM (py4j: connection refused) before the watch does."""
+        why = self._check_death()
+        if why is not None:
+            self._on_death_seen(why)
+        return self.last_death if self._generation > generation else None
+
+    def _on_death_seen(self, why: str) -> None:  # noqa: B027 - set by watch()
+        pass
+
+    def _check_death(self) -> str | None:
+        with self._cond:
+            session = self._session
+            proc = jvm_process(session) if session is not None else None
+            code = proc.poll() if proc is not None else None
+            if code is None:
+                return None
+            why = death_reason(code)
+            log.error("%s (pid %s); runs on it fail, a new driver starts", why, proc.pid)
+            self._session, self._scratch, self._conf = None, None, {}
+            self._users = 0  # the runs that held it are ended by on_death
+            self._generation += 1
+            self.state, self.last_death = "dead", why
+            self.deaths += 1
+            self._on_state(self)
+            forget_dead_jvm(session)
+            self._cond.notify_all()
+            return why
 
     def session(self, conf: Mapping[str, str] | None = None,
                 abort: Callable[[], bool] = lambda: False):
@@ -101,13 +225,15 @@ class Driver:
                 yield None
                 return
             self._users += 1
+            generation = self._generation
         try:
             yield session
         finally:
             with self._cond:
-                self._users -= 1
-                if self._users == 0:
-                    forget_cached_data(session)
+                if generation == self._generation:
+                    self._users -= 1
+                    if self._users == 0:
+                        forget_cached_data(session)
                 self._cond.notify_all()
 
     def _restart(self, conf: dict[str, str]) -> None:
@@ -122,6 +248,8 @@ class Driver:
         self._session = (self._factory(self._env, extra_conf=conf) if conf
                          else self._factory(self._env))
         self._conf, self._scratch = dict(conf), None
+        self.state = "up"
+        self._on_state(self)
         log.info("SparkSession ready in %.1fs", time.monotonic() - started)
 
     def split_conf(self, session, conf: Mapping[str, str]) -> tuple[dict, dict]:

@@ -35,11 +35,13 @@ from pathlib import Path
 from cdclab import settings
 from glue_local import bookmarks, jobs_api, run_args, run_history, run_setup
 from glue_local.driver import Driver, gateway_of
+from glue_local.driver_state import write_driver_state
 from glue_local.errors import GlueError
 
 log = logging.getLogger("glue_local.runner")
 
 METRICS_PREFIX = "CDCLAB_METRICS "
+EXIT_DRIVER_LOST = 70  # EX_SOFTWARE: the service exits when no new driver can start
 RESERVED_ARGS = ("--JOB_NAME", "--JOB_ID", "--JOB_RUN_ID")
 SETTLE_INTERVAL_SECONDS = 2.0  # how often queued runs are looked at between runs
 STOP_GRACE_SECONDS = 10.0  # a stopped run's process gets this long to exit on SIGTERM
@@ -132,7 +134,10 @@ def _reap_group(proc: subprocess.Popen) -> None:
 class _Active:
     job_name: str
     proc: subprocess.Popen | None = None
-    ended_by: str | None = None  # STOPPED / TIMEOUT / FAILED (service shutdown)
+    ended_by: str | None = None  # STOPPED / TIMEOUT / FAILED (shutdown, dead driver)
+    error: str | None = None  # why, when ended_by is FAILED
+    on_driver: bool = False  # it holds the Spark driver
+    generation: int = 0  # of the driver it holds (glue_local.driver)
 
 
 class Runner:
@@ -140,7 +145,8 @@ class Runner:
                  session_factory: Callable[..., object] | None = None) -> None:
         self.store, self.env, self.state_dir = store, dict(env), Path(state_dir)
         self.log_dir = settings.glue_run_logs(self.state_dir)
-        self.driver = Driver(session_factory or _default_session_factory, self.env)
+        self.driver = Driver(session_factory or _default_session_factory, self.env,
+                             on_state=lambda d: write_driver_state(self.state_dir, d))
         self._queue: queue.Queue = queue.Queue()
         self._active: dict[str, _Active] = {}
         self._spare: subprocess.Popen | None = None
@@ -150,9 +156,33 @@ class Runner:
 
     # public API used by jobs_api and server
     def start(self, warm: bool = False) -> None:
+        write_driver_state(self.state_dir, self.driver)  # "idle": a dead one's word goes
         self._thread = threading.Thread(target=self._loop, args=(warm,),
                                         name="glue-runner", daemon=True)
         self._thread.start()
+        self.driver.watch(self._driver_died, self._warm_again if warm else None)
+
+    def _driver_died(self, why: str) -> None:
+        """The shared JVM is gone: every run on it ends now and fails with the reason
+        (its MaxRetries apply; the watcher sees FAILED and announces its objects again)."""
+        with self.store.lock:
+            for run_id, active in list(self._active.items()):
+                if active.on_driver:
+                    active.error = why
+                    self._end(run_id, "FAILED")
+
+    def _warm_again(self) -> None:
+        """A new driver after a death, warmed as at start. Should that fail, this process
+        exits so its supervisor (the keeper, Docker) starts the service afresh."""
+        try:
+            from glue_local.spark_session import warm_up
+
+            started = time.monotonic()
+            warm_up(self.session())
+            log.info("new Spark driver warm in %.1fs", time.monotonic() - started)
+        except Exception:
+            log.exception("the Spark driver did not come back: exiting, to be restarted")
+            os._exit(EXIT_DRIVER_LOST)
 
     def submit(self, job_name: str, run_id: str) -> None:
         self._queue.put((job_name, run_id))
@@ -307,7 +337,11 @@ class Runner:
             state, error = "FAILED", f"{type(e).__name__}: {e}"
         finally:
             timer.cancel()
-            if active.ended_by == "STOPPED":
+            if state == "FAILED" and active.on_driver and not active.error:
+                active.error = self.driver.died_since(active.generation)
+            if state == "FAILED" and active.error:
+                state, error = "FAILED", active.error
+            elif active.ended_by == "STOPPED":
                 state, error = "STOPPED", "Run stopped by BatchStopJobRun"
             elif active.ended_by == "TIMEOUT":
                 state, error = "TIMEOUT", f"Run exceeded its Timeout of {run['Timeout']} minutes"
@@ -417,6 +451,7 @@ class Runner:
             with self.driver.use(plan.driver_conf, lambda: active.ended_by is not None) as session:
                 if active.ended_by:
                     return "FAILED", None
+                active.on_driver, active.generation = True, self.driver.generation
                 spec |= {"gateway": gateway_of(session), "conf": plan.conf}
                 return self._run_process(spec, out, active)
 

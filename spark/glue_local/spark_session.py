@@ -56,9 +56,12 @@ def session_conf(
         # job bookmarks (spark/glue-jvm) live under the state dir, next to the Glue API's
         "spark.cdclab.stateDir": str(state.parent),
         # the JVM's temp files where this process keeps its own (a supervised service's
-        # TMPDIR is emptied at each start: a killed JVM's never are)
+        # TMPDIR is emptied at each start: a killed JVM's never are); an OutOfMemoryError
+        # in any thread ends the JVM (the runner sees it die and starts a new one) instead
+        # of leaving a driver that answers but cannot run anything
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={state / 'derby'} "
-                                         f"-Djava.io.tmpdir={tempfile.gettempdir()}",
+                                         f"-Djava.io.tmpdir={tempfile.gettempdir()} "
+                                         "-XX:+ExitOnOutOfMemoryError",
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
         **catalog,
