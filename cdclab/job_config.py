@@ -135,6 +135,8 @@ def glue_default_arguments(
         "--tables_config": p.tables_config,
         # written when a run leaves input for later; the Lambda starts the next run
         "--backlog_marker": p.backlog_marker(),
+        # what a run is reading, so the next finds an object that fails every run
+        "--input_guard": p.input_guard(),
         **input_cap_arguments(p),
         **maintenance_arguments(p),
     }

@@ -10,7 +10,7 @@ a user of its own, created (idempotently) by the MinIO service once it is up:
 | watcher (Lambda) | list, read, delete under the watched prefix; write under quarantine/; |
 | | read and write the jobs' backlog markers (scripts/jobs/*.backlog) |
 | glue (its jobs) | read bronze and scripts (incl. table specs); write silver, scripts/temp/, |
-| | the backlog markers |
+| | the backlog markers, the input guards |
 | iceberg-rest | read, write, delete under s3://<silver>/<warehouse prefix>/ |
 
 The keys travel as one configuration value, CDCLAB_MINIO_USERS
@@ -97,6 +97,7 @@ def policy(name: str, p: settings.PipelineSettings) -> dict:
     read, write, delete = ["s3:GetObject"], ["s3:PutObject", *MULTIPART], ["s3:DeleteObject"]
     job_files = p.job_files_prefix.removeprefix(f"s3://{lake.scripts_bucket}/").strip("/")
     markers = f"arn:aws:s3:::{lake.scripts_bucket}/{job_files}/*{settings.BACKLOG_SUFFIX}"
+    guards = f"arn:aws:s3:::{lake.scripts_bucket}/{job_files}/*{settings.INPUT_GUARD_SUFFIX}"
     if name == "emitter":
         statements = [_list(lake.bronze_bucket, dms_folder),
                       _allow(read + write + delete, _objects(lake.bronze_bucket, dms_folder))]
@@ -110,7 +111,7 @@ def policy(name: str, p: settings.PipelineSettings) -> dict:
         statements = [_list(lake.bronze_bucket), _allow(read, _objects(lake.bronze_bucket)),
                       _list(lake.scripts_bucket), _allow(read, _objects(lake.scripts_bucket)),
                       _allow(write + delete, _objects(lake.scripts_bucket, SCRIPTS_TEMP)),
-                      _allow(write + delete, markers),
+                      _allow(write + delete, markers), _allow(write + delete, guards),
                       _list(lake.silver_bucket),
                       _allow(read + write + delete, _objects(lake.silver_bucket))]
     elif name == "iceberg-rest":

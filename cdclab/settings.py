@@ -54,6 +54,7 @@ ENV_AWS_REGION = "AWS_REGION"  # what the AWS SDKs for Java read (boto3 reads AW
 # objects (the local watcher finds them with ListJobs; `cdclab job add --trigger` tags)
 TRIGGER_TAG, TRIGGER_ON_BRONZE = "cdclab:trigger", "bronze-object"
 BACKLOG_SUFFIX = ".backlog"  # <job>.backlog beside the job's script: input waits
+INPUT_GUARD_SUFFIX = ".input-guard.json"  # <job>.input-guard.json: what runs failed on
 LOCAL_ACCOUNT = "000000000000"  # the account id of the local Glue API's ARNs
 
 DEFAULT_REGION = "us-east-1"
@@ -318,6 +319,11 @@ class PipelineSettings:
         """The object a run of the job writes when it left input for later (and deletes
         when it left none): `--backlog_marker`."""
         return f"{self.job_files_prefix}{job_name or self.glue_job.name}{BACKLOG_SUFFIX}"
+
+    def input_guard(self, job_name: str | None = None) -> str:
+        """The object the job keeps what failed runs were reading in (`--input_guard`), to
+        find and skip an object that fails every run."""
+        return f"{self.job_files_prefix}{job_name or self.glue_job.name}{INPUT_GUARD_SUFFIX}"
 
     @property
     def script_path(self) -> Path:

@@ -60,6 +60,10 @@ def _marker(n: StackNames, p: PipelineSettings) -> str:
     return f"arn:aws:s3:::{n.scripts_bucket}/{_marker_key(n, p)}"
 
 
+def _guard_key(n: StackNames, p: PipelineSettings) -> str:
+    return p.input_guard().removeprefix(f"s3://{n.scripts_bucket}/")
+
+
 def glue_job_policy(n: StackNames, p: PipelineSettings, *, temp_prefix: str) -> Policy:
     """Read bronze files and the script, write the silver warehouse, use this database."""
     region, account, db = n.region, n.account_id, p.lake.glue_database
@@ -81,6 +85,13 @@ def glue_job_policy(n: StackNames, p: PipelineSettings, *, temp_prefix: str) -> 
         _allow("BacklogMarker", ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
                [_marker(n, p)]),
         _list_prefix("SeeBacklogMarker", n.scripts_bucket, _marker_key(n, p)),
+        # what a run is reading (--input_guard): an object that fails every run is skipped
+        _allow("InputGuard", ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+               [f"arn:aws:s3:::{n.scripts_bucket}/{_guard_key(n, p)}"]),
+        _list_prefix("SeeInputGuard", n.scripts_bucket, _guard_key(n, p)),
+        # the guard asks how the run that left it ended (its own job's runs only)
+        _allow("OwnJobRuns", ["glue:GetJobRun"],
+               [f"{glue}:job/{p.glue_job.name}"]),
         _allow(
             "TempDir",
             ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],

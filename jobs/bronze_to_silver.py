@@ -440,7 +440,7 @@ def run(spark, bronze_df, spec: dict, run_id: str,
 
 
 COUNTS = ("files", "rows_read", "quarantined", "valid", "inserted", "updated", "deleted",
-          "skipped")
+          "skipped", "objects_skipped")
 
 
 def summarize(run_id: str, per_table: dict[str, dict]) -> dict:
@@ -455,7 +455,7 @@ def summarize(run_id: str, per_table: dict[str, dict]) -> dict:
         examples += m.get("quarantine_examples", [])
     tables = {name: {k: v for k, v in m.items() if k != "latency"}
               for name, m in per_table.items()}
-    totals = {k: sum(m[k] for m in per_table.values()) for k in COUNTS}
+    totals = {k: sum(m.get(k, 0) for m in per_table.values()) for k in COUNTS}
     return {"run_id": run_id, **totals,
             **({"quarantine_examples": examples[:MAX_REPORTED_BAD_ROWS]} if examples else {}),
             "latency_seconds": percentiles(latencies) | {"samples": latency_samples(latencies)},
@@ -720,6 +720,223 @@ def clear_backlog_marker(marker: str, per_table: dict[str, dict], started_ms: in
         log(f"WARNING: backlog marker {marker} not cleared: {type(e).__name__}: {e}")
 
 
+# --- input guard: an object that fails every run is found and skipped ------------------
+# The Lambda's gate refuses what it can see is bad; an object that still fails the job
+# (it kills the driver, it breaks the reader) would fail every later run, because the
+# bookmark never moves past it. Before a table's first action the run writes what it is
+# about to read (`inflight`); a run that finds another run's inflight there knows that run
+# did not finish. When that run failed because of its input (input_failure: not a
+# restart, an outage, a stop), the files are suspects: a second failure on the same files
+# halves the next run's input (Glue's boundedFiles takes the oldest), a half that succeeds
+# is committed, and one file that fails twice alone is skipped: the run lets the bookmark
+# pass it unread, records it in the table's quarantine table, and the rest flows. The
+# object stays in bronze. docs/operations.md ("When an object fails every run").
+GUARD_VERSION = 1
+GUARD_SKIPS_KEPT = 50
+# Errors of a run that say nothing about its input: the service restarted, a server it
+# needs was unreachable, it was stopped. Such a failure is not counted against the files.
+NOT_INPUT_ERRORS = (
+    "process stopped while this run", "was shut down during this run", "Connection refused",
+    "ConnectException", "Unable to execute HTTP request", "UnknownHostException",
+    "Could not connect to the endpoint", "EndpointConnectionError", "SocketTimeoutException",
+    "Service Unavailable", "SlowDown", "ThrottlingException", "Run stopped by",
+)
+
+
+def input_failure(state: str | None, error: str | None) -> bool:
+    """Did a run that never cleared its inflight fail because of what it read? A TIMEOUT
+    or a FAILED run counts, unless its error names a cause outside its input."""
+    if state == "TIMEOUT":
+        return True
+    if state not in ("FAILED", "ERROR"):
+        return False  # SUCCEEDED (its clean-up failed), STOPPED, or still going
+    return not any(s in (error or "") for s in NOT_INPUT_ERRORS)
+
+
+def note_failure(guard: dict, inflight: dict) -> dict:
+    """The guard after the run of `inflight` failed on its files."""
+    tables = dict(guard.get("tables") or {})
+    entry = tables.get(inflight["table"]) or {}
+    files = sorted(inflight.get("files") or [])
+    if sorted(entry.get("suspects") or []) == files:
+        failures = [*entry.get("failures", []), inflight["run_id"]]
+    else:
+        failures = [inflight["run_id"]]
+    tables[inflight["table"]] = {"suspects": files, "failures": failures}
+    return {**guard, "tables": tables, "inflight": None}
+
+
+def plan_read(guard: dict, table: str) -> tuple[int | None, str | None]:
+    """(the file cap this run's read of `table` must keep to, or None; the one file to
+    skip unread, or None). Suspects that failed once are read again exactly (new files
+    wait); twice: the older half is read; a single file that failed twice is skipped,
+    unless the table's last skip was not followed by a read that succeeded: then it is
+    the job that fails, not one object, and nothing more is skipped (on_probation)."""
+    entry = (guard.get("tables") or {}).get(table) or {}
+    suspects = entry.get("suspects") or []
+    if not suspects:
+        return None, None
+    if len(entry.get("failures", [])) < 2:
+        return len(suspects), None
+    if len(suspects) == 1:
+        return 1, None if on_probation(guard, table) else suspects[0]
+    return (len(suspects) + 1) // 2, None
+
+
+def on_probation(guard: dict, table: str) -> bool:
+    return table in (guard.get("probation") or [])
+
+
+def note_success(guard: dict, read: dict[str, list[str]], skipped: list[dict]) -> dict:
+    """The guard after this run committed: the files it read (or skipped) are no longer
+    suspects; what remains has not failed on its own yet. A table whose object was
+    skipped stays on probation until a run reads some of its files and succeeds."""
+    tables = {}
+    for table, entry in (guard.get("tables") or {}).items():
+        left = sorted(set(entry.get("suspects") or []) - set(read.get(table, [])))
+        if left:
+            tables[table] = {"suspects": left, "failures": []}
+    skipped_tables = {s["table"] for s in skipped}
+    probation = sorted((set(guard.get("probation") or []) | skipped_tables)
+                       - {t for t, files in read.items() if files and t not in skipped_tables})
+    skips = [*(guard.get("skipped") or []), *skipped][-GUARD_SKIPS_KEPT:]
+    return {"version": GUARD_VERSION, "tables": tables, "inflight": None, "skipped": skips,
+            "probation": probation}
+
+
+def guard_needed(guard: dict) -> bool:
+    """Is there anything worth keeping? (else the object is deleted)"""
+    return bool(guard.get("tables") or guard.get("inflight") or guard.get("skipped")
+                or guard.get("probation"))
+
+
+class InputGuard:
+    """The guard's object (--input_guard s3://...): read at the start, `inflight` written
+    before each table's first action, rewritten after the commit. Its failures to read
+    or write are logged and never fail the run (the guard only ever narrows input)."""
+
+    def __init__(self, location: str, job_name: str, run_id: str) -> None:
+        self.location, self.job_name, self.run_id = location, job_name, run_id
+        self.bucket, self.key = _where(location)
+        self.doc: dict = {"version": GUARD_VERSION}
+        self.read: dict[str, list[str]] = {}
+        self.skipped: list[dict] = []
+        self.written = False
+
+    def load(self) -> None:
+        from botocore.exceptions import ClientError
+
+        try:
+            body = marker_client().get_object(Bucket=self.bucket, Key=self.key)["Body"].read()
+            self.doc = json.loads(body)
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code") not in ("NoSuchKey", "404"):
+                log(f"WARNING: input guard {self.location} not read: {e}")
+            return
+        except Exception as e:
+            log(f"WARNING: input guard {self.location} not read: {type(e).__name__}: {e}")
+            return
+        inflight = self.doc.get("inflight")
+        if not inflight or inflight.get("run_id") == self.run_id:
+            return
+        state, error = self._run_outcome(inflight["run_id"])
+        if input_failure(state, error):
+            log(f"run {inflight['run_id']} did not finish reading {inflight['table']} "
+                f"({len(inflight.get('files') or [])} files): {state} {error or ''}".rstrip())
+            self.doc = note_failure(self.doc, inflight)
+        else:
+            self.doc = {**self.doc, "inflight": None}
+
+    def _run_outcome(self, run_id: str) -> tuple[str | None, str | None]:
+        """(JobRunState, ErrorMessage) of the job's earlier run (glue:GetJobRun on its
+        own job); unknown: counted as FAILED, which only narrows the next input."""
+        import os
+
+        import boto3
+
+        try:
+            region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+            run = boto3.client("glue", region_name=region).get_job_run(
+                JobName=self.job_name, RunId=run_id)["JobRun"]
+            return run.get("JobRunState"), run.get("ErrorMessage")
+        except Exception as e:
+            log(f"WARNING: run {run_id}'s outcome unknown ({type(e).__name__}: {e})")
+            return "FAILED", None
+
+    def plan(self, table: str) -> tuple[int | None, str | None]:
+        cap, skip = plan_read(self.doc, table)
+        if cap is not None:
+            entry = self.doc["tables"][table]
+            log(f"{table}: input guard: {len(entry['suspects'])} suspect file(s), "
+                f"{len(entry['failures'])} failure(s): reading at most {cap}"
+                + (f", skipping {skip}" if skip else ""))
+            if cap == 1 and skip is None and len(entry["failures"]) >= 2:
+                log(f"WARNING: {table}: {entry['suspects'][0]} failed twice alone, but the "
+                    "object skipped before it was not followed by a run that succeeded: "
+                    "the job itself seems to fail; nothing more is skipped until a run "
+                    "succeeds (docs/operations.md)")
+        return cap, skip
+
+    def reading(self, table: str, files: list[str]) -> None:
+        """Before the table's first action: what this run reads."""
+        self.read[table] = list(files)
+        if files:
+            self._write({**self.doc, "inflight": {
+                "run_id": self.run_id, "table": table, "files": sorted(files),
+                "written_at": int(time.time() * 1000)}})
+
+    def skipping(self, table: str, file: str) -> dict:
+        entry = self.doc["tables"][table]
+        reason = (f"skipped unread: runs {', '.join(entry['failures'])} failed reading this "
+                  "object alone; it stays in bronze (docs/operations.md)")
+        record = {"table": table, "file": file, "reason": reason, "run_id": self.run_id,
+                  "at": int(time.time() * 1000)}
+        self.skipped.append(record)
+        return record
+
+    def committed(self) -> None:
+        self.doc = note_success(self.doc, self.read, self.skipped)
+        if guard_needed(self.doc) or self.written:
+            self._write(self.doc if guard_needed(self.doc) else None)
+
+    def _write(self, doc: dict | None) -> None:
+        try:
+            s3 = marker_client()
+            if doc is None:
+                s3.delete_object(Bucket=self.bucket, Key=self.key)
+            else:
+                s3.put_object(Bucket=self.bucket, Key=self.key,
+                              Body=json.dumps(doc).encode(), ContentType="application/json")
+            self.written = True
+        except Exception as e:
+            log(f"WARNING: input guard {self.location} not written: {type(e).__name__}: {e}")
+
+
+def record_skip(spark, spec: dict, record: dict) -> None:
+    """The skipped object in the table's quarantine table (no record number: the whole
+    object), beside the malformed records."""
+    from pyspark.sql import functions as F
+
+    spark.createDataFrame([(record["file"], record["reason"], record["run_id"])],
+                          "source_file STRING, reason STRING, run_id STRING").select(
+        "source_file", F.lit(None).cast("long").alias("record_number"),
+        F.lit(None).cast("long").alias("line_number"), "reason",
+        F.lit(None).cast("string").alias("raw_fields"), "run_id",
+        F.current_timestamp().alias("quarantined_at"),
+    ).writeTo(spec["quarantine_table"]).append()
+
+
+def skip_object(spark, spec: dict, record: dict) -> dict:
+    """A table's metrics for a run that skipped its one suspect object."""
+    ensure_tables(spark, spec)
+    record_skip(spark, spec, record)
+    log(f"QUARANTINED {record['file']}: {record['reason']}")
+    return {"files": 0, "rows_read": 0, "quarantined": 0, "valid": 0, "inserted": 0,
+            "updated": 0, "deleted": 0, "skipped": 0, "objects_skipped": 1, "latency": [],
+            "phase_seconds": {}, "quarantine_examples": [
+                {"file": record["file"], "record": None, "reason": record["reason"]}]}
+
+
 def optional_arg(name: str) -> str | None:
     """An optional job argument (getResolvedOptions only knows required ones)."""
     from awsglue.utils import getResolvedOptions
@@ -753,21 +970,35 @@ def main() -> None:
     if only:
         wanted = {t.strip() for t in only.split(",")}
         specs = [s for s in specs if s["name"] in wanted]
+    guard_at = optional_arg("input_guard")
+    guard = InputGuard(guard_at, args["JOB_NAME"], run_id) if guard_at else None
+    if guard:
+        guard.load()
     per_table = {}
     for spec in specs:  # each table on its own bookmark key (transformation_ctx)
         log(f"{spec['name']}: {spec['bronze_database']}.{spec['bronze_table']} -> "
             f"{spec['silver_table']}")
+        cap, skip = guard.plan(spec["name"]) if guard else (None, None)
+        bounds = (bounded_options(bounded_files, bounded_size) if cap is None
+                  else {"boundedFiles": str(cap)})
         bronze = glueContext.create_dynamic_frame.from_catalog(
             database=spec["bronze_database"],
             table_name=spec["bronze_table"],
             transformation_ctx=spec["transformation_ctx"],
             # recurse: DMS's date-partitioned CDC files sit in folders below the table's
             additional_options={"attachFilename": SOURCE_FILE_COLUMN, "recurse": True,
-                                **bounded_options(bounded_files, bounded_size)},
+                                **bounds},
         ).toDF()
-        table_metrics = run(spark, bronze, spec, run_id, compact_after)
+        files = input_files(bronze)
+        if skip is not None and files == [skip]:  # the bookmark passes it, unread
+            table_metrics = skip_object(spark, spec, guard.skipping(spec["name"], skip))
+            guard.read[spec["name"]] = files
+        else:
+            if guard:
+                guard.reading(spec["name"], files)
+            table_metrics = run(spark, bronze, spec, run_id, compact_after)
         table_metrics["backlog"] = input_left(spark, bronze, table_metrics, bounded_files,
-                                              bounded_size)
+                                              bounded_size) or cap is not None
         table_metrics["maintenance"] = upkeep(spark, spec, plan, table_metrics["backlog"])
         per_table[spec["name"]] = table_metrics
     metrics = {"job": args["JOB_NAME"], **summarize(run_id, per_table),
@@ -777,6 +1008,8 @@ def main() -> None:
     if marker:
         write_backlog_marker(marker, run_id, per_table)
     job.commit()
+    if guard:
+        guard.committed()
     if marker and not only:  # only a run of every table knows that nothing waits
         clear_backlog_marker(marker, per_table, started_ms)
 
