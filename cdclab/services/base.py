@@ -18,17 +18,72 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
-from cdclab.settings import ENV_CATALOG_TOKEN
+from cdclab.settings import ENV_ACCESS_KEY, ENV_CATALOG_TOKEN, ENV_PG_DSN, ENV_SECRET_KEY
 
 LOOPBACK = "127.0.0.1"
 ENV_MINIO_USERS = "CDCLAB_MINIO_USERS"  # cdclab.minio_users (imports no service)
 ENV_BIND_HOST = "CDCLAB_BIND_HOST"  # containers set 0.0.0.0 and publish on the host's loopback
+ENV_PG_PASSWORD = "CDCLAB_PG_PASSWORD"  # cdclab.credentials
+ENV_JUPYTER_TOKEN = "JUPYTER_TOKEN"  # read by Jupyter Server itself
+ENV_GLUE_CLIENTS = "CDCLAB_GLUE_API_CLIENTS"  # glue_local.server: who may call it
+# Every variable that carries a secret of the stack: the MinIO root pair (as AWS_*: a
+# service's own MinIO user's pair replaces it in process()), the PostgreSQL password (also
+# inside CDCLAB_PG_DSN), Jupyter's and the catalog's tokens, the users' and the Glue API
+# clients' key lists. A process sees only those its service names in `secrets`.
+SECRET_ENV = frozenset({ENV_ACCESS_KEY, ENV_SECRET_KEY, ENV_PG_PASSWORD, ENV_JUPYTER_TOKEN,
+                        ENV_MINIO_USERS, ENV_CATALOG_TOKEN, ENV_GLUE_CLIENTS})
+ROOT_KEYS = frozenset({ENV_ACCESS_KEY, ENV_SECRET_KEY})  # the MinIO root pair
+
+
+def without_userinfo(dsn: str) -> str:
+    """postgresql://user:pw@host/db -> postgresql://host/db."""
+    parts = urlsplit(dsn)
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]))
+
+
+def scrub(env: dict[str, str], allowed: frozenset[str]) -> dict[str, str]:
+    """`env` less every secret not in `allowed` (SECRET_ENV names); the DSN keeps its
+    password only where the PostgreSQL password is allowed."""
+    out = {k: v for k, v in env.items() if k not in SECRET_ENV or k in allowed}
+    if ENV_PG_PASSWORD not in allowed and ENV_PG_DSN in out:
+        out[ENV_PG_DSN] = without_userinfo(out[ENV_PG_DSN])
+    return out
 
 
 def bind_host() -> str:
     """The address servers listen on: loopback, unless a container runtime says otherwise."""
     return os.environ.get(ENV_BIND_HOST, LOOPBACK)
+
+
+# What services create is their OS user's only: data, state, logs (MinIO's data held each
+# user's secret in a world-readable file).
+SERVICE_UMASK = 0o077
+# As root, PostgreSQL runs as this unprivileged user (it refuses root), which must pass
+# through the state dir and its own service dir to reach its data: those two are 0710 with
+# its group; everything else is 0700. Another local user reaches nothing.
+SERVER_OS_USER = "cdclab"
+
+
+def private_dir(path: Path, *, traversed_by_server: bool = False) -> Path:
+    """Create (or tighten) a directory only its owner uses; as root, one the server's OS
+    user passes through (search, not list) when `traversed_by_server`."""
+    import grp
+
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    mode = 0o700
+    if traversed_by_server and os.geteuid() == 0:
+        try:
+            gid = grp.getgrnam(SERVER_OS_USER).gr_gid
+        except KeyError:  # not created yet: the PostgreSQL service does, then calls again
+            gid = None
+        if gid is not None:
+            os.chown(path, -1, gid)
+            mode = 0o710
+    if (path.stat().st_mode & 0o777) != mode:
+        path.chmod(mode)
+    return path
 
 
 class ServiceError(RuntimeError):
@@ -70,9 +125,8 @@ class StackContext:
     env: dict[str, str] = field(default_factory=dict)
 
     def service_dir(self, name: str) -> Path:
-        path = self.state_dir / name
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+        """The service's own directory: its owner's only (private_dir)."""
+        return private_dir(self.state_dir / name, traversed_by_server=name == "postgres")
 
     def scratch_dir(self, name: str) -> Path:
         """A service's temp dir (TMPDIR), emptied at each start: a killed process never
@@ -81,9 +135,7 @@ class StackContext:
         return self.state_dir / "tmp" / name
 
     def log_path(self, name: str) -> Path:
-        logs = self.state_dir / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        return logs / f"{name}.log"
+        return private_dir(self.state_dir / "logs") / f"{name}.log"
 
 
 @dataclass
@@ -100,7 +152,11 @@ class Service(ABC):
     name: str = ""
     port_names: tuple[str, ...] = ()  # ports this service needs allocated in ctx.ports
     depends_on: tuple[str, ...] = ()  # services it cannot become healthy without
-    catalog_client: bool = False  # it calls the Iceberg REST catalog (gets the token)
+    # The secrets (SECRET_ENV) its process may see, and those its set-up and health checks
+    # use (a container's `cdclab serve` keeps only both); every other one is removed. Its
+    # own MinIO user's pair is not among them: process() sets it as AWS_*.
+    secrets: frozenset[str] = frozenset()
+    setup_secrets: frozenset[str] = frozenset()
     scratch: bool = False  # its temp files go to ctx.scratch_dir, emptied at each start
 
     def prepare(self, ctx: StackContext) -> None:
@@ -194,15 +250,13 @@ def start_process(
 ) -> subprocess.Popen:
     """Start a service's process with its log file; returns the Popen."""
     spec = service.process(ctx)
-    env = {**os.environ, **ctx.env, **spec.env}
-    # every service's MinIO keys: for the MinIO service's set-up, in no process's env
-    env.pop(ENV_MINIO_USERS, None)
-    if not service.catalog_client:  # the catalog's token: only for those that call it
-        env.pop(ENV_CATALOG_TOKEN, None)
+    # the secrets the service's process uses, and what its process() set itself
+    env = {**scrub({**os.environ, **ctx.env}, service.secrets), **spec.env}
     if service.scratch:  # no process of this service runs now: what is there is stale
         tmp = ctx.scratch_dir(service.name)
         shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True, mode=0o700)
+        private_dir(tmp.parent)
+        tmp.mkdir(mode=0o700)
         env["TMPDIR"] = str(tmp)
     log = ctx.log_path(service.name)
     with open(log, "ab") as out:
@@ -218,6 +272,7 @@ def start_process(
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+            umask=SERVICE_UMASK,
             # Own process group: `down` and test teardown signal exactly what we started.
             start_new_session=True,
             **kwargs,

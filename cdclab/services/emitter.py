@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from cdclab import minio_users, settings
-from cdclab.services.base import ProcessSpec, Service, StackContext, pid_alive, python_module
+from cdclab.services.base import (
+    ENV_PG_PASSWORD,
+    ProcessSpec,
+    Service,
+    StackContext,
+    pid_alive,
+    python_module,
+)
 from dms_emitter.emitter import HEALTHY_PHASES, read_state
 
 
@@ -15,6 +22,7 @@ def emitter_healthy(state: dict) -> bool:
 
 class EmitterService(Service):
     name = "emitter"
+    secrets = frozenset({ENV_PG_PASSWORD})  # it logs in to the source (CDCLAB_PG_DSN)
     depends_on = ("postgres", "minio")
 
     def process(self, ctx: StackContext) -> ProcessSpec:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
@@ -73,6 +74,11 @@ def _aws_profile(env: Mapping[str, str]) -> bool:
     return env.get(settings.ENV_PROFILE) == settings.PROFILE_AWS
 
 
+def aws_identity(env: Mapping[str, str]) -> dict[str, str]:
+    """The AWS key pair the environment gives (none: the default credential chain)."""
+    return {k: env[k] for k in (settings.ENV_ACCESS_KEY, settings.ENV_SECRET_KEY) if env.get(k)}
+
+
 def stack_admin_keys(env: Mapping[str, str]) -> dict[str, str]:
     """The stack's administrator key pair from the file settings.ENV_GLUE_CLIENTS_FILE names
     (empty when there is none)."""
@@ -103,6 +109,8 @@ def checked_clients(env: Mapping[str, str]) -> dict[str, str]:
                 "it at /run/cdclab/credentials.json)")
         pair = (admin[settings.ENV_ACCESS_KEY], admin[settings.ENV_SECRET_KEY])
         return {ENV_GLUE_CLIENTS: minio_users.format_users({"admin": pair})}
+    if env.get(ENV_GLUE_CLIENTS):  # given (a container's own credentials file)
+        return {ENV_GLUE_CLIENTS: env[ENV_GLUE_CLIENTS]}
     if minio_users.service_keys(env, "watcher"):  # a generated local stack
         return {ENV_GLUE_CLIENTS: accepted_clients(env)}
     return {}
@@ -112,7 +120,9 @@ class GlueApiService(Service):
     name = "glue"
     depends_on = ("minio", "iceberg-rest")
     port_names = ("glue",)
-    catalog_client = True  # its jobs' Spark catalog, and GetTable's Iceberg tables
+    # its jobs' Spark catalog and GetTable's Iceberg tables use the catalog's token; the
+    # clients' keys check their signatures (read once at start, then out of its env)
+    secrets = frozenset({settings.ENV_CATALOG_TOKEN, ENV_GLUE_CLIENTS})
     scratch = True  # Spark's temp dirs and jar copies (spark_session follows TMPDIR)
 
     def __init__(self, warm: bool = True) -> None:
@@ -135,15 +145,22 @@ class GlueApiService(Service):
             **checked_clients(ctx.env),  # requests must be signed by one of these
             ENV_GLUE_PORT: port,
             settings.ENV_STATE_DIR: str(ctx.state_dir),
-            # its jobs' S3 keys (read bronze and scripts, write silver)
-            **minio_users.service_keys(ctx.env, self.name),
+            # its jobs' S3 keys (read bronze and scripts, write silver); in the aws profile
+            # the developer's AWS identity, which its jobs run as
+            **(aws_identity(ctx.env) if _aws_profile(ctx.env)
+               else minio_users.service_keys(ctx.env, self.name)),
         })
 
     def healthy(self, ctx: StackContext) -> bool:
+        """It answers (an unsigned call is refused by a stack that checks signatures: an
+        answer all the same, and no key is needed), and its Spark driver is not dead."""
         if not driver_healthy(ctx.state_dir):  # its JVM died: runs fail until it is back
             return False
-        return "Jobs" in glue_call(self.endpoint(ctx), "GetJobs", {}, timeout=2.0,
-                                   env=caller_env(ctx.env))
+        try:
+            return "Jobs" in glue_call(self.endpoint(ctx), "GetJobs", {}, timeout=2.0, env={})
+        except urllib.error.HTTPError as e:
+            return e.code == 403 and "MissingAuthenticationToken" in e.read().decode(
+                errors="replace")
 
     def startup_timeout(self) -> float:
         return 90.0

@@ -87,6 +87,9 @@ def compiled_launcher() -> Path:
 
 class IcebergRestService(Service):
     name = "iceberg-rest"
+    # its own MinIO user's keys and the token it checks come from process(); its health
+    # check asks with the token
+    setup_secrets = frozenset({settings.ENV_CATALOG_TOKEN})
     depends_on = ("minio",)
     port_names = ("iceberg_rest",)
     scratch = True  # sqlite-jdbc's native library, extracted at each start

@@ -9,12 +9,15 @@ from botocore.config import Config
 
 from cdclab import minio_users, settings
 from cdclab.services.base import (
+    ENV_MINIO_USERS,
     LOOPBACK,
+    ROOT_KEYS,
     ProcessSpec,
     Service,
     ServiceError,
     StackContext,
     bind_host,
+    private_dir,
 )
 
 
@@ -35,6 +38,9 @@ def s3_client(env: dict[str, str], timeout: float | None = None):
 
 class MinioService(Service):
     name = "minio"
+    # the server gets the root pair as MINIO_ROOT_* (process()); its set-up makes the
+    # buckets and every service's user with it
+    setup_secrets = ROOT_KEYS | {ENV_MINIO_USERS}
     port_names = ("minio", "minio_console")
 
     def prepare(self, ctx: StackContext) -> None:
@@ -50,8 +56,7 @@ class MinioService(Service):
         ctx.env.setdefault(settings.ENV_REGION, settings.DEFAULT_REGION)
 
     def process(self, ctx: StackContext) -> ProcessSpec:
-        data = ctx.service_dir("minio") / "data"
-        data.mkdir(exist_ok=True)
+        data = private_dir(ctx.service_dir("minio") / "data")  # users' secrets are in it
         return ProcessSpec(
             argv=[
                 str(settings.minio_binary()), "server", str(data),

@@ -13,17 +13,20 @@ from urllib.parse import quote
 
 from cdclab import settings
 from cdclab.services.base import (
+    ENV_PG_PASSWORD,
     LOOPBACK,
+    SERVER_OS_USER,
     ProcessSpec,
     Service,
     ServiceError,
     StackContext,
     bind_host,
+    private_dir,
 )
 
 PG_USER_ENV = "CDCLAB_PG_USER"
 PG_PASSWORD_ENV = "CDCLAB_PG_PASSWORD"
-PG_OS_USER = "cdclab"  # PostgreSQL refuses to run as root
+PG_OS_USER = SERVER_OS_USER  # PostgreSQL refuses to run as root
 CONF_FRAGMENT = settings.REPO_ROOT / "postgres" / "postgresql.conf"
 SCHEMA_SQL = settings.REPO_ROOT / "postgres" / "schema.sql"
 
@@ -96,6 +99,8 @@ def dsn(user: str, password: str, port: int, database: str) -> str:
 
 class PostgresService(Service):
     name = "postgres"
+    # the server needs none; its set-up (initdb, the database) and health check log in
+    setup_secrets = frozenset({ENV_PG_PASSWORD})
     port_names = ("postgres",)
 
     def data_dir(self, ctx: StackContext) -> Path:
@@ -111,6 +116,9 @@ class PostgresService(Service):
         data = self.data_dir(ctx)
         sock = self.socket_dir(ctx)
         os_user = server_os_user(sock)
+        # the user may be new: let it through the state dir and this one (0710, its group)
+        private_dir(ctx.state_dir, traversed_by_server=True)
+        ctx.service_dir(self.name)
         if not (data / "PG_VERSION").exists():
             self._initdb(ctx, data, user, password, os_user)
         os_user = server_os_user(sock, data)

@@ -45,7 +45,12 @@ def main(argv: list[str] | None = None) -> None:
     problem = aws_credentials_problem(os.environ)
     if problem:
         raise SystemExit(f"glue_local: {problem}")
-    server = make_server(settings.state_dir(), args.port, warm=args.warm)
+    # The catalog's token reaches the driver's conf and the runs' sessions from the
+    # runner's copy of the environment: the JVM, the runs' processes and their Python
+    # workers inherit this process's environment, and need not see it.
+    env = dict(os.environ)
+    os.environ.pop(settings.ENV_CATALOG_TOKEN, None)
+    server = make_server(settings.state_dir(), args.port, env, warm=args.warm)
     logging.getLogger("glue_local").info("local Glue API on %s (state %s)",
                                          server.endpoint, settings.state_dir())
 

@@ -133,19 +133,24 @@ def test_no_process_sees_the_user_list_or_the_root_secret(tmp_path) -> None:
 
 
 class _CatalogClient(_PrintEnv):
-    catalog_client = True
+    secrets = frozenset({settings.ENV_CATALOG_TOKEN})
 
 
-def test_only_catalog_clients_see_the_catalog_token(tmp_path) -> None:
+def test_a_process_sees_only_the_secrets_its_service_names(tmp_path) -> None:
     env = credentials.generate()
+    env[settings.ENV_PG_DSN] = credentials.with_userinfo(
+        "postgresql://127.0.0.1:5432/db", env[credentials.PG_USER], env[credentials.PG_PASSWORD])
     token = env[settings.ENV_CATALOG_TOKEN]
     for service, sees in ((_PrintEnv(), False), (_CatalogClient(), True)):
         ctx = StackContext(state_dir=tmp_path / str(sees), env=dict(env))
         start_process(service, ctx).wait(30)
         seen = json.loads(ctx.log_path("printenv").read_text())
         assert (seen.get(settings.ENV_CATALOG_TOKEN) == token) is sees
-    assert GlueApiService.catalog_client and not EmitterService.catalog_client
-    assert not WatcherService.catalog_client
+        assert env[credentials.PG_PASSWORD] not in json.dumps(seen)  # nor in the DSN
+        assert seen[settings.ENV_PG_DSN] == "postgresql://127.0.0.1:5432/db"
+    assert settings.ENV_CATALOG_TOKEN in GlueApiService.secrets
+    assert credentials.PG_PASSWORD in EmitterService.secrets
+    assert not WatcherService.secrets and not EmitterService.setup_secrets
 
 
 def test_an_older_credentials_file_gets_the_users_and_token_added_0600(tmp_path) -> None:
