@@ -29,6 +29,7 @@ from cdclab.services.base import (
     free_port,
     pid_alive,
     port_is_free,
+    private_dir,
     python_module,
     start_process,
     stop_pid,
@@ -41,9 +42,6 @@ KEEPER = "keeper"  # the process that restarts services that die (cdclab.keeper)
 KEEPER_FILE = "keeper.json"  # what it saw and did, per service (restart_policy.ServiceLife)
 ENV_FILE = "cdclab.env"
 PORT_ENV_PREFIX = "CDCLAB_PORT_"  # e.g. CDCLAB_PORT_POSTGRES=5432 pins a port
-# The state dir holds credentials and data: the owner's only. As root, PostgreSQL runs
-# as the unprivileged `cdclab` user, which must traverse it (search, not list: 0711).
-STATE_DIR_MODE = 0o711 if os.geteuid() == 0 else 0o700
 
 Progress = Callable[[str], None]
 
@@ -118,8 +116,8 @@ def _proc_start_time(pid: int) -> str | None:
 class Stack:
     def __init__(self, state_dir: Path | None = None, progress: Progress | None = None):
         self.state_dir = (state_dir or settings.state_dir()).resolve()
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        self.state_dir.chmod(STATE_DIR_MODE)
+        # credentials and data: the owner's only (as root, PostgreSQL's user passes through)
+        private_dir(self.state_dir, traversed_by_server=True)
         self.progress = progress or (lambda msg: None)
         self.services = {s.name: s for s in all_services()}
         self._record = self._load_record()

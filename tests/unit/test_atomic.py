@@ -6,7 +6,10 @@ import json
 import os
 import stat
 
+import pytest
+
 from cdclab import atomic
+from cdclab.atomic import write_json
 
 
 def test_write_json_fsyncs_the_file_then_the_folder(tmp_path, monkeypatch) -> None:
@@ -25,3 +28,20 @@ def test_write_json_fsyncs_the_file_then_the_folder(tmp_path, monkeypatch) -> No
     assert json.loads(path.read_text()) == {"a": 2}
     assert synced == ["file", "dir", "file", "dir"]
     assert sorted(p.name for p in path.parent.iterdir()) == ["s.json"]  # no temp left
+
+
+def test_a_write_on_a_full_disk_leaves_the_old_file_and_no_temp_file(tmp_path, monkeypatch):
+    import errno
+
+    path = tmp_path / "state.json"
+    write_json(path, {"v": 1})
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600  # state: its owner's only
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError):
+        write_json(path, {"v": 2})
+    assert json.loads(path.read_text()) == {"v": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["state.json"]

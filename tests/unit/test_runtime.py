@@ -71,16 +71,25 @@ def test_from_the_host_without_docker_the_credentials_are_a_clear_error(monkeypa
 
 
 def test_the_state_dir_is_the_owners_only(tmp_path) -> None:
-    """Credentials and data live there: 0700, or 0711 as root (PostgreSQL then runs as
-    the cdclab user and must traverse it, never list it)."""
+    """Credentials and data live there: 0700, or 0710 with the cdclab group as root
+    (PostgreSQL then runs as the cdclab user and must traverse it, never list it; no other
+    user may even traverse it)."""
+    import grp
     import os
     import stat
 
+    from cdclab.services.base import SERVER_OS_USER
     from cdclab.supervisor import Stack
 
     state = tmp_path / "state"
     state.mkdir(mode=0o755)
     Stack(state_dir=state)
     mode = stat.S_IMODE(state.stat().st_mode)
-    assert mode == (0o711 if os.geteuid() == 0 else 0o700)
+    try:
+        server_group = grp.getgrnam(SERVER_OS_USER).gr_gid if os.geteuid() == 0 else None
+    except KeyError:  # PostgreSQL's start creates it
+        server_group = None
+    assert mode == (0o710 if server_group is not None else 0o700)
+    if server_group is not None:
+        assert state.stat().st_gid == server_group
     assert stat.S_IMODE((state / "credentials.json").stat().st_mode) == 0o600
