@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -101,12 +102,19 @@ def pipeline_health(rt, env: dict[str, str], statuses, runs, emitter: dict):
 
     slot = settings.load_pipeline().source.slot
     running = {s.name for s in statuses if s.running}
-    return ph.assess(time.time(),
-                     watcher=rt.service_state("watcher") if "watcher" in running else None,
-                     runs=runs, slot=ph.slot_row(env, slot), slot_name=slot,
-                     emitter_running="emitter" in running,
-                     slot_expected=bool(emitter.get("confirmed_lsn")),
-                     resync_needed=emitter.get("resync_needed"))
+    health = ph.assess(time.time(),
+                       watcher=rt.service_state("watcher") if "watcher" in running else None,
+                       runs=runs, slot=ph.slot_row(env, slot), slot_name=slot,
+                       emitter_running="emitter" in running,
+                       slot_expected=bool(emitter.get("confirmed_lsn")),
+                       resync_needed=emitter.get("resync_needed"))
+    if rt.name == "embedded":
+        try:
+            free = shutil.disk_usage(rt.where).free
+        except OSError:
+            free = None
+        ph.assess_disk(health, rt.where, free)
+    return health
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ compose's `restart: unless-stopped`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -31,13 +32,16 @@ from cdclab.services.base import tail_lines
 from cdclab.supervisor import KEEPER, Stack
 
 PASS_SECONDS = 1.0
+MAX_FAILED_PASS_WAIT = 10.0  # a pass that failed (a full disk) is tried again, backing off
 ROTATE_EVERY_SECONDS = 30.0  # log sizes are checked this often (log_rotation)
 MAX_ERROR_CHARS = 400
 
 
 def log(msg: str) -> None:
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    print(f"{stamp} keeper: {msg}", flush=True)
+    # its log may be on a full disk too: keeping the services matters more
+    with contextlib.suppress(OSError):
+        print(f"{stamp} keeper: {msg}", flush=True)
 
 
 def last_log_line(stack: Stack, name: str) -> str | None:
@@ -132,12 +136,20 @@ def main() -> int:
     stack = Stack(settings.state_dir(), progress=log)
     keeper = Keeper(stack)
     log(f"keeping {', '.join(stack.wanted()) or 'nothing'} in {stack.state_dir}")
-    last_rotation = 0.0
-    while keeper.tend():
+    last_rotation, failed = 0.0, 0
+    while True:
+        try:
+            if not keeper.tend():
+                break
+            failed = 0
+        except Exception as exc:  # e.g. ENOSPC writing keeper.json: never the keeper's end
+            failed += 1
+            log(f"pass failed ({first_line(exc)}); trying again (`cdclab status` shows the "
+                "disk space left)")
         if time.monotonic() - last_rotation > ROTATE_EVERY_SECONDS:
             rotate_logs(stack)
             last_rotation = time.monotonic()
-        time.sleep(PASS_SECONDS)
+        time.sleep(min(MAX_FAILED_PASS_WAIT, PASS_SECONDS * 2 ** failed))
     log("nothing left to keep; exiting")
     return 0
 

@@ -121,6 +121,17 @@ def assess_resync(h: Health, resync_needed: Mapping[str, Any] | None) -> None:
                           "(old files are kept under the archive prefix)")
 
 
+DISK_LOW_BYTES = 256 * 1024 * 1024  # below this, state, logs and bronze writes start failing
+
+
+def assess_disk(h: Health, where: str, free: int | None) -> None:
+    """A full disk stops every service's writes (the keeper keeps retrying its passes)."""
+    if free is not None and free < DISK_LOW_BYTES:
+        h.facts["disk_free_bytes"] = free
+        h.problems.append(f"disk: {free // (1024 * 1024)} MB left under {where}: services "
+                          "cannot write their state, logs or files; free some space")
+
+
 def assess(now: float, *, watcher: Mapping[str, Any] | None,
            runs: Sequence[Mapping[str, Any]] | None, slot: Mapping[str, Any] | None,
            slot_name: str, emitter_running: bool, slot_expected: bool,
