@@ -24,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from cdclab.services.base import bind_host
-from glue_local import jobs_api, sigv4, tags_api
+from glue_local import jobs_api, sigv4, state_upgrade, tags_api
 from glue_local.errors import GlueError
 from glue_local.runner import Runner
 
@@ -159,6 +159,7 @@ def make_server(state_dir: Path, port: int = 0, env: Mapping[str, str] | None = 
     state_dir = Path(state_dir)
     env = dict(os.environ if env is None else env)
     clients = accepted_clients(env)
+    state_upgrade.upgrade(state_dir)  # earlier versions' per-job file names, once
     store = jobs_api.JobStore(state_dir)
     runner = Runner(store, env, state_dir, session_factory=session_factory)
     ctx = ServerContext(state_dir=state_dir, env=env, jobs=store, runner=runner)
