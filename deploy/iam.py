@@ -65,7 +65,8 @@ def _guard_key(n: StackNames, p: PipelineSettings) -> str:
 
 
 def glue_job_policy(n: StackNames, p: PipelineSettings, *, temp_prefix: str) -> Policy:
-    """Read bronze files and the script, write the silver warehouse, use this database."""
+    """Read bronze files and the script, write the silver warehouse, use this database,
+    see the job's own runs."""
     region, account, db = n.region, n.account_id, p.lake.glue_database
     wh = p.lake.warehouse_prefix
     script_prefix = p.glue_job.script.rsplit("/", 1)[0]
@@ -118,6 +119,9 @@ def glue_job_policy(n: StackNames, p: PipelineSettings, *, temp_prefix: str) -> 
             ],
             [f"{glue}:catalog", f"{glue}:database/{db}", f"{glue}:table/{db}/*"],
         ),
+        # a run may look at its own job's earlier runs (never start, stop or change one)
+        _allow("OwnJobRuns", ["glue:GetJobRun", "glue:GetJobRuns"],
+               [f"{glue}:job/{p.glue_job.name}"]),
         _allow(
             "JobLogs",
             ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],

@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import quote
 
 from cdclab.atomic import write_json
-from glue_local import tags_api
+from glue_local import access, code_sources, tags_api
 from glue_local.errors import GlueError
 from glue_local.job_names import checked_name, state_name, valid_name
 
@@ -352,10 +352,35 @@ JOB_FIELDS = (
 )
 
 
-def _job_from_input(name: str, data: dict, created: float) -> dict:
+def code_places(ctx) -> code_sources.CodePlaces:
+    """Where code may come from (the server's, else the pipeline's scripts bucket)."""
+    places = getattr(ctx, "code_places", None)
+    return places if places is not None else default_code_places()
+
+
+def default_code_places() -> code_sources.CodePlaces:
+    """The scripts bucket (pipeline lake.scripts_bucket, or CDCLAB_SCRIPTS_BUCKET) and what
+    the other MinIO users may write in it (cdclab.minio_users' policies)."""
+    from cdclab import minio_users, settings
+
+    p = settings.load_pipeline()
+    bucket = p.lake.scripts_bucket
+    writable = {resource for name in minio_users.SERVICES
+                for st in minio_users.policy(name, p)["Statement"]
+                if "s3:PutObject" in st["Action"]
+                for resource in st["Resource"] if resource.startswith(f"arn:aws:s3:::{bucket}/")}
+    return code_sources.CodePlaces(bucket, tuple(sorted(writable)))
+
+
+def _caller(ctx) -> str:
+    return getattr(ctx, "caller", access.ADMIN)
+
+
+def _job_from_input(name: str, data: dict, created: float, places) -> dict:
     if not data.get("Command", {}).get("ScriptLocation"):
         raise GlueError("InvalidInputException",
                         f"Job {name}: Command.ScriptLocation is required")
+    code_sources.check_job(data, f"Job {name}", places)
     checked_timeout(data.get("Timeout"), f"Job {name}:")
     glue_major(data.get("GlueVersion"))
     job = {k: data[k] for k in JOB_FIELDS if k in data and k != "Tags"}
@@ -370,7 +395,7 @@ def create_job(ctx, req: dict) -> dict:
     with ctx.jobs.lock:
         if ctx.jobs.get_job(name) is not None:
             raise GlueError("AlreadyExistsException", f"Job with name {name} already exists")
-        job = _job_from_input(name, req, time.time())
+        job = _job_from_input(name, req, time.time(), code_places(ctx))
         # kept apart from the definition: GetJob does not return Tags (GetTags does);
         # written first, so a job never exists without its tags
         tags_api.store_job_tags(ctx.state_dir, name, tags)
@@ -392,7 +417,8 @@ def update_job(ctx, req: dict) -> dict:
     with ctx.jobs.lock:
         old = ctx.jobs.require_job(name)
         # Glue's UpdateJob replaces the whole definition with JobUpdate.
-        ctx.jobs.put_job(_job_from_input(name, req.get("JobUpdate", {}), old["CreatedOn"]))
+        ctx.jobs.put_job(_job_from_input(name, req.get("JobUpdate", {}), old["CreatedOn"],
+                                         code_places(ctx)))
     return {"JobName": name}
 
 
@@ -406,8 +432,13 @@ def delete_job(ctx, req: dict) -> dict:
 
 
 def start_job_run(ctx, req: dict) -> dict:
+    places = code_places(ctx)
     with ctx.jobs.lock:
         job = ctx.jobs.require_job(req.get("JobName"))
+        # the stored definition too: one registered before these rules may not run
+        code_sources.check_job(job, f"Job {job['Name']}", places)
+        code_sources.check_arguments(req.get("Arguments"), "StartJobRun Arguments", places,
+                                     admin=_caller(ctx) == access.ADMIN)
         retried = req.get("JobRunId")
         if retried is not None and ctx.jobs.get_run(job["Name"], str(retried)) is None:
             raise GlueError("EntityNotFoundException",
