@@ -6,7 +6,8 @@ as HTTP 400 `{"__type": code, "message": ...}` so botocore raises
 (job tags, ListJobs) and, when present,
 catalog_api.OPERATIONS and partitions_api.OPERATIONS; each is `(ctx, request) -> response`.
 Each request is signed (sigv4) by a known client, which may call only what its AWS role
-may (glue_local.access).
+may (glue_local.access); a client gets REQUEST_DEADLINE_S to send a request and to take
+its response, whatever it sends or stalls.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ import importlib
 import json
 import logging
 import os
+import socket
 import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -44,6 +46,11 @@ MAX_BODY_BYTES = 1024 * 1024
 # signature. Read once at start and removed from the environment, so job runs never see
 # it. Unset: no check, every caller is the administrator (in-process test servers).
 ENV_GLUE_CLIENTS = "CDCLAB_GLUE_API_CLIENTS"
+# How long a client has to send one whole request (request line, headers, body) and,
+# apart, to take its whole response. Requests are small JSON (MAX_BODY_BYTES), so 30 s is
+# ample on any link; a client that stalls after Content-Length, or trickles a byte at a
+# time, is dropped then instead of holding one of the server's threads forever.
+REQUEST_DEADLINE_S = 30.0
 
 Operation = Callable[[object, dict], dict]
 
@@ -119,9 +126,62 @@ def dispatch(ops: Mapping[str, Operation], ctx, target: str | None, body: bytes,
                      "message": f"{target}: {type(e).__name__}: {e}"}
 
 
+class _Deadlines:
+    """Shuts a connection's socket down once its deadline passes: a read or write blocked
+    on it then fails at once (EOF or a broken pipe), so its thread is free again."""
+
+    def __init__(self) -> None:
+        self._due: dict[socket.socket, float] = {}
+        self._cond = threading.Condition()
+        self._closed = False
+        threading.Thread(target=self._loop, name="glue-api-deadlines", daemon=True).start()
+
+    def arm(self, sock: socket.socket, seconds: float) -> None:
+        with self._cond:
+            self._due[sock] = time.monotonic() + seconds
+            self._cond.notify()
+
+    def disarm(self, sock: socket.socket) -> None:
+        with self._cond:
+            self._due.pop(sock, None)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                if self._closed:
+                    return
+                now = time.monotonic()
+                late = [s for s, due in self._due.items() if due <= now]
+                for sock in late:
+                    del self._due[sock]
+                if not late:
+                    wait = min(self._due.values(), default=now + 1.0) - now
+                    self._cond.wait(timeout=max(wait, 0.01))
+                    continue
+            for sock in late:
+                with suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: GlueApiServer
     protocol_version = "HTTP/1.1"
+    # each blocking socket operation (StreamRequestHandler sets it); _Deadlines bounds
+    # the whole request
+    timeout = REQUEST_DEADLINE_S
+
+    def handle_one_request(self) -> None:
+        self.server.deadlines.arm(self.connection, REQUEST_DEADLINE_S)
+        try:
+            super().handle_one_request()
+        finally:
+            self.server.deadlines.disarm(self.connection)
+
     def do_POST(self) -> None:  # noqa: N802 - http.server naming
         try:
             length = int(self.headers.get("Content-Length") or 0)
@@ -134,7 +194,14 @@ class _Handler(BaseHTTPRequestHandler):
                                                "bytes (Content-Length)"}
         else:
             body = self.rfile.read(length) if length else b""
+            if len(body) < length:  # the client stopped sending, or took too long
+                self.close_connection = True
+                log.warning("dropped a request from %s: %d of %d body bytes within %.0f s",
+                            self.address_string(), len(body), length, REQUEST_DEADLINE_S)
+                return
+            self.server.deadlines.disarm(self.connection)  # the operation is not the client's
             status, payload = self._served(body)
+            self.server.deadlines.arm(self.connection, REQUEST_DEADLINE_S)
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", CONTENT_TYPE)
@@ -172,6 +239,18 @@ class GlueApiServer(ThreadingHTTPServer):
         super().__init__((bind_host(), port), _Handler)
         self.ctx, self.ops = ctx, ops
         self.clients = clients  # access key -> client; None: requests are not checked
+        self.deadlines = _Deadlines()
+
+    def handle_error(self, request, client_address) -> None:
+        """A client that went away or was dropped (its deadline) is no server error."""
+        if isinstance(sys.exc_info()[1], OSError):
+            log.info("connection from %s ended: %s", client_address[0], sys.exc_info()[1])
+            return
+        super().handle_error(request, client_address)
+
+    def server_close(self) -> None:
+        super().server_close()
+        self.deadlines.close()
 
     @property
     def endpoint(self) -> str:
