@@ -205,10 +205,25 @@ def recover_run(run: dict, now: float) -> tuple[dict, bool]:
 
 
 def page(items: list, request: dict, default_size: int = 100) -> tuple[list, str | None]:
-    start = int(request.get("NextToken") or 0)
-    size = int(request.get("MaxResults") or default_size)
+    token = request.get("NextToken") or "0"
+    if not isinstance(token, str) or not token.isdigit():
+        raise GlueError("InvalidInputException", "NextToken is not a token this API returned")
+    start = int(token)
+    size = int_member(request, "MaxResults", default_size)
+    if size < 1:
+        raise GlueError("InvalidInputException", f"MaxResults {size} must be at least 1")
     nxt = start + size
     return items[start:nxt], (str(nxt) if nxt < len(items) else None)
+
+
+def int_member(request: dict, member: str, default: int) -> int:
+    """An integer member (JSON number); AWS's SerializationException for another type."""
+    value = request.get(member)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise GlueError("SerializationException", f"{member} must be an integer")
+    return int(value)
 
 
 # --- persistence --------------------------------------------------------------------
@@ -377,9 +392,10 @@ def _caller(ctx) -> str:
 
 
 def _job_from_input(name: str, data: dict, created: float, places) -> dict:
-    if not data.get("Command", {}).get("ScriptLocation"):
+    script = (data.get("Command") or {}).get("ScriptLocation")
+    if not script or not isinstance(script, str):
         raise GlueError("InvalidInputException",
-                        f"Job {name}: Command.ScriptLocation is required")
+                        f"Job {name}: Command.ScriptLocation is required (a string)")
     code_sources.check_job(data, f"Job {name}", places)
     checked_timeout(data.get("Timeout"), f"Job {name}:")
     glue_major(data.get("GlueVersion"))
@@ -417,7 +433,7 @@ def update_job(ctx, req: dict) -> dict:
     with ctx.jobs.lock:
         old = ctx.jobs.require_job(name)
         # Glue's UpdateJob replaces the whole definition with JobUpdate.
-        ctx.jobs.put_job(_job_from_input(name, req.get("JobUpdate", {}), old["CreatedOn"],
+        ctx.jobs.put_job(_job_from_input(name, req.get("JobUpdate") or {}, old["CreatedOn"],
                                          code_places(ctx)))
     return {"JobName": name}
 

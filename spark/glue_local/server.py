@@ -29,7 +29,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from cdclab.services.base import bind_host
-from glue_local import access, code_sources, jobs_api, sigv4, state_upgrade, tags_api
+from glue_local import (
+    access,
+    code_sources,
+    jobs_api,
+    request_types,
+    sigv4,
+    state_upgrade,
+    tags_api,
+)
 from glue_local.errors import GlueError
 from glue_local.runner import Runner
 
@@ -115,6 +123,7 @@ def dispatch(ops: Mapping[str, Operation], ctx, target: str | None, body: bytes,
             log.warning("refused %s to client %s: its role's policy does not allow it",
                         name, client)
             raise
+        request_types.check(name, request)  # wrong JSON types: AWS's 400, never a 500
         if dataclasses.is_dataclass(ctx) and hasattr(ctx, "caller"):
             ctx = dataclasses.replace(ctx, caller=client)
         return 200, op(ctx, request)

@@ -186,7 +186,9 @@ def list_jobs(ctx, req: dict) -> dict:
     """Job names in name order, only those with every given tag (key and value); the
     token names the last job returned, so pages stay right while jobs come and go."""
     size = req.get("MaxResults")
-    size = MAX_PAGE if size is None else int(size)
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int)):
+        raise invalid_input("MaxResults must be an integer")
+    size = MAX_PAGE if size is None else size
     if not 1 <= size <= MAX_PAGE:
         raise invalid_input(f"MaxResults {size} must be 1..{MAX_PAGE}")
     wanted = checked_tags(req.get("Tags"), "Tags", reserved=False).items()
