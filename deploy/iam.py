@@ -90,8 +90,9 @@ def glue_job_policy(n: StackNames, p: PipelineSettings, *, temp_prefix: str) -> 
         _allow("InputGuard", ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
                [f"arn:aws:s3:::{n.scripts_bucket}/{_guard_key(n, p)}"]),
         _list_prefix("SeeInputGuard", n.scripts_bucket, _guard_key(n, p)),
-        # the guard asks how the run that left it ended (its own job's runs only)
-        _allow("OwnJobRuns", ["glue:GetJobRun"],
+        # the guard asks how the run that left it ended; a run may look at its own job's
+        # earlier runs (never start, stop or change one)
+        _allow("OwnJobRuns", ["glue:GetJobRun", "glue:GetJobRuns"],
                [f"{glue}:job/{p.glue_job.name}"]),
         _allow(
             "TempDir",
@@ -119,9 +120,6 @@ def glue_job_policy(n: StackNames, p: PipelineSettings, *, temp_prefix: str) -> 
             ],
             [f"{glue}:catalog", f"{glue}:database/{db}", f"{glue}:table/{db}/*"],
         ),
-        # a run may look at its own job's earlier runs (never start, stop or change one)
-        _allow("OwnJobRuns", ["glue:GetJobRun", "glue:GetJobRuns"],
-               [f"{glue}:job/{p.glue_job.name}"]),
         _allow(
             "JobLogs",
             ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],

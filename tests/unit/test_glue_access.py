@@ -154,12 +154,15 @@ def test_each_clients_operations_are_its_aws_roles_plus_the_documented_local_one
 
 
 def _boto_calls(path: Path) -> set[str]:
-    """Glue operations a Python file calls on a client named glue (glue.x(...))."""
+    """Glue operations a Python file calls on a Glue client: one named glue (glue.x(...)),
+    or made in place (boto3.client("glue", ...).x(...))."""
     from botocore.session import get_session
 
     model = get_session().get_service_model("glue")
     by_method = {xform_name(op): op for op in model.operation_names}
-    found = re.findall(r"\bglue\.([a-z_]+)\(", path.read_text())
+    text = path.read_text()
+    found = re.findall(r"\bglue\.([a-z_]+)\(", text)
+    found += re.findall(r"client\(\s*[\"']glue[\"'][^)]*\)\.([a-z_]+)\(", text)
     return {by_method[m] for m in found if m in by_method}
 
 
@@ -171,6 +174,12 @@ def test_every_call_the_watcher_makes_is_allowed_to_it():
     assert calls <= access.allowed_operations(access.WATCHER)
     deployed = _boto_calls(ROOT / "lambda_shim" / "lambda_function.py")
     assert deployed <= access.AWS_ROLE_ACTIONS[access.WATCHER]  # on AWS too
+
+
+def test_every_call_the_shipped_jobs_make_is_allowed_to_glue():
+    calls = set().union(*map(_boto_calls, (ROOT / "jobs").glob("*.py")))
+    assert "GetJobRun" in calls  # the input guard asks how its job's earlier run ended
+    assert calls <= access.AWS_ROLE_ACTIONS[access.GLUE]
 
 
 def test_every_call_the_jobs_jvm_side_makes_is_allowed_to_glue():

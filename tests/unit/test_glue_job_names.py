@@ -120,8 +120,8 @@ def test_delete_of_a_lookalike_job_keeps_the_pipelines_bookmark(tmp_path):
         glue.delete_job(JobName="..")
         assert pipeline.exists()
         assert glue.get_job(JobName="Bronze_to_Silver")["Job"]["Name"] == "Bronze_to_Silver"
-        assert sorted(p.name for p in (tmp_path / "glue").iterdir()) == [
-            "bookmarks", "jobs", "state-names.json"]
+        left = {p.name for p in (tmp_path / "glue").iterdir()} - {"driver.json"}  # runner's
+        assert left == {"bookmarks", "jobs", "state-names.json"}  # nothing of ".." here
 
         with pytest.raises(glue.exceptions.ValidationException) as info:
             glue.create_job(Name="j" * 300, Role="r", Command={"ScriptLocation": SCRIPT})
