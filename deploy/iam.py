@@ -65,7 +65,8 @@ def _guard_key(n: StackNames, p: PipelineSettings) -> str:
 
 
 def glue_job_policy(n: StackNames, p: PipelineSettings, *, temp_prefix: str) -> Policy:
-    """Read bronze files and the script, write the silver warehouse, use this database."""
+    """Read bronze files and the script, write the silver warehouse, use this database,
+    see the job's own runs."""
     region, account, db = n.region, n.account_id, p.lake.glue_database
     wh = p.lake.warehouse_prefix
     script_prefix = p.glue_job.script.rsplit("/", 1)[0]
@@ -89,8 +90,9 @@ def glue_job_policy(n: StackNames, p: PipelineSettings, *, temp_prefix: str) -> 
         _allow("InputGuard", ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
                [f"arn:aws:s3:::{n.scripts_bucket}/{_guard_key(n, p)}"]),
         _list_prefix("SeeInputGuard", n.scripts_bucket, _guard_key(n, p)),
-        # the guard asks how the run that left it ended (its own job's runs only)
-        _allow("OwnJobRuns", ["glue:GetJobRun"],
+        # the guard asks how the run that left it ended; a run may look at its own job's
+        # earlier runs (never start, stop or change one)
+        _allow("OwnJobRuns", ["glue:GetJobRun", "glue:GetJobRuns"],
                [f"{glue}:job/{p.glue_job.name}"]),
         _allow(
             "TempDir",

@@ -19,6 +19,7 @@ from cdclab.services.base import (
     StackContext,
     python_module,
 )
+from glue_local.access import ADMIN, GLUE, WATCHER
 from glue_local.driver_state import driver_healthy
 from glue_local.server import ENV_GLUE_CLIENTS, ENV_GLUE_PORT
 
@@ -57,13 +58,15 @@ def job_run_metrics(endpoint: str, job_name: str, run_id: str,
 
 
 def accepted_clients(env: Mapping[str, str]) -> str:
-    """Who may call the local Glue API (its ENV_GLUE_CLIENTS): the administrator (the CLI,
-    notebooks: the stack's root keys), the watcher (the Lambda's StartJobRun) and the Glue
-    service's own jobs (their Data Catalog calls: GetTable, partitions...)."""
+    """Who may call the local Glue API (its ENV_GLUE_CLIENTS), each with the operations
+    its AWS role has (glue_local.access): the administrator (the CLI, notebooks: the
+    stack's root keys; everything), the watcher (the Lambda role: StartJobRun,
+    GetJobRun(s), and ListJobs locally) and the Glue service's own jobs (the job role:
+    their Data Catalog calls, GetTable, GetPartitions..., and their job's runs)."""
     clients: dict[str, tuple[str, str]] = {}
     if env.get(settings.ENV_ACCESS_KEY) and env.get(settings.ENV_SECRET_KEY):
-        clients["admin"] = (env[settings.ENV_ACCESS_KEY], env[settings.ENV_SECRET_KEY])
-    for name in ("watcher", "glue"):
+        clients[ADMIN] = (env[settings.ENV_ACCESS_KEY], env[settings.ENV_SECRET_KEY])
+    for name in (WATCHER, GLUE):  # the MinIO users' keys of those services
         keys = minio_users.service_keys(env, name)
         if keys:
             clients[name] = (keys[settings.ENV_ACCESS_KEY], keys[settings.ENV_SECRET_KEY])
@@ -108,7 +111,7 @@ def checked_clients(env: Mapping[str, str]) -> dict[str, str]:
                 f"{settings.ENV_GLUE_CLIENTS_FILE} to the stack's credentials file (compose mounts "
                 "it at /run/cdclab/credentials.json)")
         pair = (admin[settings.ENV_ACCESS_KEY], admin[settings.ENV_SECRET_KEY])
-        return {ENV_GLUE_CLIENTS: minio_users.format_users({"admin": pair})}
+        return {ENV_GLUE_CLIENTS: minio_users.format_users({ADMIN: pair})}
     if env.get(ENV_GLUE_CLIENTS):  # given (a container's own credentials file)
         return {ENV_GLUE_CLIENTS: env[ENV_GLUE_CLIENTS]}
     if minio_users.service_keys(env, "watcher"):  # a generated local stack

@@ -1,6 +1,7 @@
 """Glue job bookmarks, the API side: GetJobBookmark, ResetJobBookmark (with RunId: rewind).
 
-The state is one JSON file per job under $CDCLAB_STATE_DIR/glue/bookmarks/<job>.json,
+The state is one JSON file per job, $CDCLAB_STATE_DIR/glue/bookmarks/<state name>.json
+(glue_local.job_names.state_name: one file per job name, case and spaces included),
 written by the JVM side of awsglue (spark/glue-jvm: org.cdclab.glue.BookmarkStore) at
 `job.commit()`. Per transformation_ctx, as Glue's S3 bookmarks: every object modified at or
 before `cutoff_ms` is processed, and objects modified after it are listed in `band` with
@@ -11,12 +12,12 @@ which rewinds and job-bookmark-pause ranges use.
 from __future__ import annotations
 
 import json
-import re
 import threading
 from pathlib import Path
 
 from cdclab.atomic import write_json
 from glue_local.errors import not_found
+from glue_local.job_names import state_name
 
 ENABLE = "job-bookmark-enable"
 DISABLE = "job-bookmark-disable"
@@ -26,9 +27,12 @@ OPTIONS = (ENABLE, DISABLE, PAUSE)
 _lock = threading.Lock()
 
 
+BOOKMARKS_DIR = ("glue", "bookmarks")
+
+
 def bookmark_path(state_dir: Path | str, job_name: str) -> Path:
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", job_name)  # as BookmarkStore.java
-    return Path(state_dir) / "glue" / "bookmarks" / f"{safe}.json"
+    """As spark/glue-jvm's BookmarkStore (StateNames.fileName) names it."""
+    return Path(state_dir).joinpath(*BOOKMARKS_DIR, f"{state_name(job_name)}.json")
 
 
 def empty(job_name: str) -> dict:

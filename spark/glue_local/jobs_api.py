@@ -16,11 +16,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 from cdclab.atomic import write_json
-from glue_local import tags_api
+from glue_local import access, code_sources, tags_api
 from glue_local.errors import GlueError
+from glue_local.job_names import checked_name, state_name, valid_name
 
 ACTIVE_STATES = ("STARTING", "RUNNING", "STOPPING")
 FINAL_STATES = ("SUCCEEDED", "FAILED", "STOPPED", "TIMEOUT", "ERROR", "EXPIRED")
@@ -204,19 +205,35 @@ def recover_run(run: dict, now: float) -> tuple[dict, bool]:
 
 
 def page(items: list, request: dict, default_size: int = 100) -> tuple[list, str | None]:
-    start = int(request.get("NextToken") or 0)
-    size = int(request.get("MaxResults") or default_size)
+    token = request.get("NextToken") or "0"
+    if not isinstance(token, str) or not token.isdigit():
+        raise GlueError("InvalidInputException", "NextToken is not a token this API returned")
+    start = int(token)
+    size = int_member(request, "MaxResults", default_size)
+    if size < 1:
+        raise GlueError("InvalidInputException", f"MaxResults {size} must be at least 1")
     nxt = start + size
     return items[start:nxt], (str(nxt) if nxt < len(items) else None)
 
 
+def int_member(request: dict, member: str, default: int) -> int:
+    """An integer member (JSON number); AWS's SerializationException for another type."""
+    value = request.get(member)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise GlueError("SerializationException", f"{member} must be an integer")
+    return int(value)
+
+
 # --- persistence --------------------------------------------------------------------
-def _fname(name: str) -> str:
-    return quote(name, safe="") + ".json"
+def _fname(run_id: str) -> str:
+    return quote(run_id, safe="") + ".json"  # run ids are the API's own (new_run_id)
 
 
 class JobStore:
-    """Jobs and runs on disk. One lock: the API is small and calls are short."""
+    """Jobs and runs on disk, each job's files named by job_names.state_name (one path per
+    name, inside its folder). One lock: the API is small and calls are short."""
 
     def __init__(self, state_dir: Path) -> None:
         self.root = Path(state_dir) / "glue"
@@ -227,23 +244,34 @@ class JobStore:
         # true and StartJobRun's concurrency check needn't re-read every run file
         self._runs: dict[str, dict[str, dict]] = {}
 
+    def job_path(self, name: str) -> Path:
+        return self.jobs_dir / f"{state_name(name)}.json"
+
+    def runs_folder(self, name: str) -> Path:
+        return self.runs_dir / state_name(name)
+
     def get_job(self, name: str) -> dict | None:
-        path = self.jobs_dir / _fname(name)
+        path = self.job_path(name)
         return json.loads(path.read_text()) if path.exists() else None
 
-    def require_job(self, name: str | None) -> dict:
-        if not name:
-            raise GlueError("InvalidInputException", "JobName is required")
-        job = self.get_job(name)
+    def require_job(self, name: object, member: str = "jobName",
+                    constrained: bool = True) -> dict:
+        """The job, or EntityNotFoundException. `member`: the request member that named
+        it, checked as Glue's model checks a NameString (ValidationException);
+        `constrained` False where the model leaves the string unconstrained
+        (GetJobBookmark's JobName): any string, and no job has an invalid name."""
+        if constrained or name is None or not isinstance(name, str):
+            name = checked_name(name, member)
+        job = self.get_job(name) if valid_name(name) else None
         if job is None:
             raise GlueError("EntityNotFoundException", f"Job with name: {name} not found")
         return job
 
     def put_job(self, job: dict) -> None:
-        write_json(self.jobs_dir / _fname(job["Name"]), job)
+        write_json(self.job_path(job["Name"]), job)
 
     def delete_job(self, name: str) -> None:
-        (self.jobs_dir / _fname(name)).unlink(missing_ok=True)
+        self.job_path(name).unlink(missing_ok=True)
 
     def list_jobs(self) -> list[dict]:
         if not self.jobs_dir.exists():
@@ -254,7 +282,7 @@ class JobStore:
     def _job_runs(self, job_name: str) -> dict[str, dict]:
         with self.lock:
             if job_name not in self._runs:
-                folder = self.runs_dir / quote(job_name, safe="")
+                folder = self.runs_folder(job_name)
                 runs = (json.loads(p.read_text()) for p in folder.glob("*.json"))
                 self._runs[job_name] = {r["Id"]: r for r in runs}
             return self._runs[job_name]
@@ -265,7 +293,7 @@ class JobStore:
 
     def put_run(self, run: dict) -> None:
         with self.lock:
-            write_json(self.runs_dir / quote(run["JobName"], safe="") / _fname(run["Id"]), run)
+            write_json(self.runs_folder(run["JobName"]) / _fname(run["Id"]), run)
             self._job_runs(run["JobName"])[run["Id"]] = dict(run)
 
     def forget_runs(self, job_name: str, run_ids: list[str]) -> None:
@@ -275,7 +303,7 @@ class JobStore:
 
         with self.lock:
             runs = self._job_runs(job_name)
-            folder = self.runs_dir / quote(job_name, safe="")
+            folder = self.runs_folder(job_name)
             for run_id in run_ids:
                 runs.pop(run_id, None)
                 (folder / _fname(run_id)).unlink(missing_ok=True)
@@ -290,14 +318,26 @@ class JobStore:
         first). Every job's runs end up in the cache (settle() looks there)."""
         requeue = []
         with self.lock:
-            for folder in self.runs_dir.glob("*") if self.runs_dir.exists() else []:
-                for run in list(self._job_runs(unquote(folder.name)).values()):
+            for name in self._names_with_run_files():
+                for run in list(self._job_runs(name).values()):
                     fixed, again = recover_run(run, now)
                     if fixed is not run:
                         self.put_run(fixed)
                     if again:
                         requeue.append(fixed)
         return sorted(requeue, key=lambda r: r["StartedOn"])
+
+    def _names_with_run_files(self) -> list[str]:
+        """The job of each runs folder, from its run records (a folder's name is
+        state_name's, which cannot always be decoded)."""
+        names = set()
+        for folder in self.runs_dir.iterdir() if self.runs_dir.exists() else []:
+            for path in folder.glob("*.json") if folder.is_dir() else []:
+                name = json.loads(path.read_text()).get("JobName")
+                if isinstance(name, str) and self.runs_folder(name) == folder:
+                    names.add(name)
+                    break
+        return sorted(names)
 
     def job_names_with_runs(self) -> list[str]:
         """From the run cache, no disk read: recover() loaded every stored run at start-up
@@ -327,10 +367,36 @@ JOB_FIELDS = (
 )
 
 
-def _job_from_input(name: str, data: dict, created: float) -> dict:
-    if not data.get("Command", {}).get("ScriptLocation"):
+def code_places(ctx) -> code_sources.CodePlaces:
+    """Where code may come from (the server's, else the pipeline's scripts bucket)."""
+    places = getattr(ctx, "code_places", None)
+    return places if places is not None else default_code_places()
+
+
+def default_code_places() -> code_sources.CodePlaces:
+    """The scripts bucket (pipeline lake.scripts_bucket, or CDCLAB_SCRIPTS_BUCKET) and what
+    the other MinIO users may write in it (cdclab.minio_users' policies)."""
+    from cdclab import minio_users, settings
+
+    p = settings.load_pipeline()
+    bucket = p.lake.scripts_bucket
+    writable = {resource for name in minio_users.SERVICES
+                for st in minio_users.policy(name, p)["Statement"]
+                if "s3:PutObject" in st["Action"]
+                for resource in st["Resource"] if resource.startswith(f"arn:aws:s3:::{bucket}/")}
+    return code_sources.CodePlaces(bucket, tuple(sorted(writable)))
+
+
+def _caller(ctx) -> str:
+    return getattr(ctx, "caller", access.ADMIN)
+
+
+def _job_from_input(name: str, data: dict, created: float, places) -> dict:
+    script = (data.get("Command") or {}).get("ScriptLocation")
+    if not script or not isinstance(script, str):
         raise GlueError("InvalidInputException",
-                        f"Job {name}: Command.ScriptLocation is required")
+                        f"Job {name}: Command.ScriptLocation is required (a string)")
+    code_sources.check_job(data, f"Job {name}", places)
     checked_timeout(data.get("Timeout"), f"Job {name}:")
     glue_major(data.get("GlueVersion"))
     job = {k: data[k] for k in JOB_FIELDS if k in data and k != "Tags"}
@@ -340,14 +406,12 @@ def _job_from_input(name: str, data: dict, created: float) -> dict:
 
 
 def create_job(ctx, req: dict) -> dict:
-    name = req.get("Name")
-    if not name:
-        raise GlueError("InvalidInputException", "Name is required")
+    name = checked_name(req.get("Name"), "name")
     tags = tags_api.checked_tags(req.get("Tags"), "Tags")
     with ctx.jobs.lock:
         if ctx.jobs.get_job(name) is not None:
             raise GlueError("AlreadyExistsException", f"Job with name {name} already exists")
-        job = _job_from_input(name, req, time.time())
+        job = _job_from_input(name, req, time.time(), code_places(ctx))
         # kept apart from the definition: GetJob does not return Tags (GetTags does);
         # written first, so a job never exists without its tags
         tags_api.store_job_tags(ctx.state_dir, name, tags)
@@ -365,18 +429,17 @@ def get_jobs(ctx, req: dict) -> dict:
 
 
 def update_job(ctx, req: dict) -> dict:
-    name = req.get("JobName")
+    name = checked_name(req.get("JobName"), "jobName")
     with ctx.jobs.lock:
         old = ctx.jobs.require_job(name)
         # Glue's UpdateJob replaces the whole definition with JobUpdate.
-        ctx.jobs.put_job(_job_from_input(name, req.get("JobUpdate", {}), old["CreatedOn"]))
+        ctx.jobs.put_job(_job_from_input(name, req.get("JobUpdate") or {}, old["CreatedOn"],
+                                         code_places(ctx)))
     return {"JobName": name}
 
 
 def delete_job(ctx, req: dict) -> dict:
-    name = req.get("JobName")
-    if not name:
-        raise GlueError("InvalidInputException", "JobName is required")
+    name = checked_name(req.get("JobName"), "jobName")
     with ctx.jobs.lock:
         ctx.jobs.delete_job(name)  # idempotent, as in Glue
         tags_api.store_job_tags(ctx.state_dir, name, {})  # the tags go with the job
@@ -385,8 +448,13 @@ def delete_job(ctx, req: dict) -> dict:
 
 
 def start_job_run(ctx, req: dict) -> dict:
+    places = code_places(ctx)
     with ctx.jobs.lock:
         job = ctx.jobs.require_job(req.get("JobName"))
+        # the stored definition too: one registered before these rules may not run
+        code_sources.check_job(job, f"Job {job['Name']}", places)
+        code_sources.check_arguments(req.get("Arguments"), "StartJobRun Arguments", places,
+                                     admin=_caller(ctx) == access.ADMIN)
         retried = req.get("JobRunId")
         if retried is not None and ctx.jobs.get_run(job["Name"], str(retried)) is None:
             raise GlueError("EntityNotFoundException",
@@ -415,8 +483,7 @@ def get_job_runs(ctx, req: dict) -> dict:
 
 
 def batch_stop_job_run(ctx, req: dict) -> dict:
-    name = req.get("JobName")
-    ctx.jobs.require_job(name)
+    name = ctx.jobs.require_job(req.get("JobName"))["Name"]
     ok, errors = [], []
     for run_id in req.get("JobRunIds", []):
         problem = ctx.runner.stop(name, run_id)
@@ -443,13 +510,13 @@ def _bookmarks():
 def get_job_bookmark(ctx, req: dict) -> dict:
     """EntityNotFoundException (a documented error of GetJobBookmark) while the job has
     no bookmark yet; with RunId, the bookmark as that run committed it."""
-    name = ctx.jobs.require_job(req.get("JobName"))["Name"]
+    name = ctx.jobs.require_job(req.get("JobName"), constrained=False)["Name"]
     return {"JobBookmarkEntry": _bookmarks().get_bookmark(ctx.state_dir, name,
                                                           req.get("RunId"))}
 
 
 def reset_job_bookmark(ctx, req: dict) -> dict:
-    name = ctx.jobs.require_job(req.get("JobName"))["Name"]
+    name = ctx.jobs.require_job(req.get("JobName"), constrained=False)["Name"]
     bm = _bookmarks()
     bm.reset_bookmark(ctx.state_dir, name, req.get("RunId"))
     return {"JobBookmarkEntry": bm.bookmark_entry(name, bm.load(ctx.state_dir, name))}

@@ -5,26 +5,39 @@ as HTTP 400 `{"__type": code, "message": ...}` so botocore raises
 `client.exceptions.<code>`. Operations come from jobs_api.OPERATIONS, tags_api.OPERATIONS
 (job tags, ListJobs) and, when present,
 catalog_api.OPERATIONS and partitions_api.OPERATIONS; each is `(ctx, request) -> response`.
+Each request is signed (sigv4) by a known client, which may call only what its AWS role
+may (glue_local.access); a client gets REQUEST_DEADLINE_S to send a request and to take
+its response, whatever it sends or stalls.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import logging
 import os
+import socket
 import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from cdclab.services.base import bind_host
-from glue_local import jobs_api, sigv4, tags_api
+from glue_local import (
+    access,
+    code_sources,
+    jobs_api,
+    request_types,
+    sigv4,
+    state_upgrade,
+    tags_api,
+)
 from glue_local.errors import GlueError
 from glue_local.runner import Runner
 
@@ -36,10 +49,16 @@ LOOPBACK = "127.0.0.1"
 ENV_GLUE_PORT = "CDCLAB_GLUE_PORT"  # the port when --port is not given
 # cdclab's cap on a request body (Glue documents none; its requests are small JSON)
 MAX_BODY_BYTES = 1024 * 1024
-# The clients the API accepts, `name:access_key:secret_key,...` (cdclab.minio_users format):
-# every request must carry their AWS SigV4 signature. Read once at start and removed from
-# the environment, so job runs never see it. Unset: no check (in-process test servers).
+# The clients the API accepts, `name:access_key:secret_key,...` (cdclab.minio_users format;
+# names are glue_local.access's clients): every request must carry their AWS SigV4
+# signature. Read once at start and removed from the environment, so job runs never see
+# it. Unset: no check, every caller is the administrator (in-process test servers).
 ENV_GLUE_CLIENTS = "CDCLAB_GLUE_API_CLIENTS"
+# How long a client has to send one whole request (request line, headers, body) and,
+# apart, to take its whole response. Requests are small JSON (MAX_BODY_BYTES), so 30 s is
+# ample on any link; a client that stalls after Content-Length, or trickles a byte at a
+# time, is dropped then instead of holding one of the server's threads forever.
+REQUEST_DEADLINE_S = 30.0
 
 Operation = Callable[[object, dict], dict]
 
@@ -52,6 +71,14 @@ class ServerContext:
     env: dict[str, str] = field(default_factory=dict)
     jobs: jobs_api.JobStore | None = None
     runner: Runner | None = None
+    code_places: code_sources.CodePlaces | None = None  # where job code may come from
+    caller: str = access.ADMIN  # the client of the request being served
+
+
+@dataclass(frozen=True)
+class Client:
+    name: str  # one of glue_local.access.CLIENTS
+    secret: str
 
 
 def operations() -> dict[str, Operation]:
@@ -68,9 +95,10 @@ def operations() -> dict[str, Operation]:
     return ops
 
 
-def dispatch(ops: Mapping[str, Operation], ctx, target: str | None,
-             body: bytes) -> tuple[int, dict]:
-    """One request -> (HTTP status, JSON payload). Pure apart from the operation itself."""
+def dispatch(ops: Mapping[str, Operation], ctx, target: str | None, body: bytes,
+             client: str = access.ADMIN) -> tuple[int, dict]:
+    """One request of `client` -> (HTTP status, JSON payload). Pure apart from the
+    operation itself."""
     try:
         if not target or not target.startswith(TARGET_PREFIX):
             raise GlueError("InvalidInputException",
@@ -86,6 +114,18 @@ def dispatch(ops: Mapping[str, Operation], ctx, target: str | None,
             request = json.loads(body or b"{}")
         except ValueError as e:
             raise GlueError("InvalidInputException", f"{name}: body is not JSON: {e}") from e
+        if not isinstance(request, dict):
+            raise GlueError("SerializationException",
+                            f"{name}: the body must be a JSON object")
+        try:
+            access.check(client, name, request, tags_api.local_region(getattr(ctx, "env", None)))
+        except GlueError:
+            log.warning("refused %s to client %s: its role's policy does not allow it",
+                        name, client)
+            raise
+        request_types.check(name, request)  # wrong JSON types: AWS's 400, never a 500
+        if dataclasses.is_dataclass(ctx) and hasattr(ctx, "caller"):
+            ctx = dataclasses.replace(ctx, caller=client)
         return 200, op(ctx, request)
     except GlueError as e:
         return getattr(e, "status", 400), {"__type": e.code, "message": e.message}
@@ -95,9 +135,61 @@ def dispatch(ops: Mapping[str, Operation], ctx, target: str | None,
                      "message": f"{target}: {type(e).__name__}: {e}"}
 
 
+class _Deadlines:
+    """Shuts a connection's socket down once its deadline passes: a read or write blocked
+    on it then fails at once (EOF or a broken pipe), so its thread is free again."""
+
+    def __init__(self) -> None:
+        self._due: dict[socket.socket, float] = {}
+        self._cond = threading.Condition()
+        self._closed = False
+        threading.Thread(target=self._loop, name="glue-api-deadlines", daemon=True).start()
+
+    def arm(self, sock: socket.socket, seconds: float) -> None:
+        with self._cond:
+            self._due[sock] = time.monotonic() + seconds
+            self._cond.notify()
+
+    def disarm(self, sock: socket.socket) -> None:
+        with self._cond:
+            self._due.pop(sock, None)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                if self._closed:
+                    return
+                now = time.monotonic()
+                late = [s for s, due in self._due.items() if due <= now]
+                for sock in late:
+                    del self._due[sock]
+                if not late:
+                    wait = min(self._due.values(), default=now + 1.0) - now
+                    self._cond.wait(timeout=max(wait, 0.01))
+                    continue
+            for sock in late:
+                with suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: GlueApiServer
     protocol_version = "HTTP/1.1"
+    # each blocking socket operation (StreamRequestHandler sets it); _Deadlines bounds
+    # the whole request
+    timeout = REQUEST_DEADLINE_S
+
+    def handle_one_request(self) -> None:
+        self.server.deadlines.arm(self.connection, REQUEST_DEADLINE_S)
+        try:
+            super().handle_one_request()
+        finally:
+            self.server.deadlines.disarm(self.connection)
 
     def do_POST(self) -> None:  # noqa: N802 - http.server naming
         try:
@@ -111,8 +203,14 @@ class _Handler(BaseHTTPRequestHandler):
                                                "bytes (Content-Length)"}
         else:
             body = self.rfile.read(length) if length else b""
-            status, payload = self._checked(body) or dispatch(
-                self.server.ops, self.server.ctx, self.headers.get("X-Amz-Target"), body)
+            if len(body) < length:  # the client stopped sending, or took too long
+                self.close_connection = True
+                log.warning("dropped a request from %s: %d of %d body bytes within %.0f s",
+                            self.address_string(), len(body), length, REQUEST_DEADLINE_S)
+                return
+            self.server.deadlines.disarm(self.connection)  # the operation is not the client's
+            status, payload = self._served(body)
+            self.server.deadlines.arm(self.connection, REQUEST_DEADLINE_S)
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", CONTENT_TYPE)
@@ -121,17 +219,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _checked(self, body: bytes) -> tuple[int, dict] | None:
-        """None when the request is signed by an accepted client (or none are set)."""
-        if self.server.clients is None:
-            return None
-        try:
-            sigv4.verify("POST", self.path, dict(self.headers.items()), body,
-                         self.server.clients)
-        except sigv4.SignatureError as e:
-            log.warning("refused a request from %s: %s", self.address_string(), e.code)
-            return e.status, {"__type": e.code, "message": e.message}
-        return None
+    def _served(self, body: bytes) -> tuple[int, dict]:
+        """The response: a signature refusal, or what dispatch answers for the client
+        that signed (the administrator when no clients are set)."""
+        client = access.ADMIN
+        if self.server.clients is not None:
+            try:
+                key = sigv4.verify("POST", self.path, dict(self.headers.items()), body,
+                                   {k: c.secret for k, c in self.server.clients.items()})
+            except sigv4.SignatureError as e:
+                log.warning("refused a request from %s: %s", self.address_string(), e.code)
+                return e.status, {"__type": e.code, "message": e.message}
+            client = self.server.clients[key].name
+        return dispatch(self.server.ops, self.server.ctx, self.headers.get("X-Amz-Target"),
+                        body, client)
 
     def log_message(self, fmt: str, *args) -> None:
         # straight to the real stderr: never into a job run's captured output
@@ -142,11 +243,23 @@ class GlueApiServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, port: int, ctx: ServerContext, ops: Mapping[str, Operation],
-                 clients: Mapping[str, str] | None = None) -> None:
+                 clients: Mapping[str, Client] | None = None) -> None:
         # loopback unless a container runtime sets CDCLAB_BIND_HOST (compose: 0.0.0.0)
         super().__init__((bind_host(), port), _Handler)
         self.ctx, self.ops = ctx, ops
-        self.clients = clients  # access key -> secret key; None: requests are not checked
+        self.clients = clients  # access key -> client; None: requests are not checked
+        self.deadlines = _Deadlines()
+
+    def handle_error(self, request, client_address) -> None:
+        """A client that went away or was dropped (its deadline) is no server error."""
+        if isinstance(sys.exc_info()[1], OSError):
+            log.info("connection from %s ended: %s", client_address[0], sys.exc_info()[1])
+            return
+        super().handle_error(request, client_address)
+
+    def server_close(self) -> None:
+        super().server_close()
+        self.deadlines.close()
 
     @property
     def endpoint(self) -> str:
@@ -159,9 +272,11 @@ def make_server(state_dir: Path, port: int = 0, env: Mapping[str, str] | None = 
     state_dir = Path(state_dir)
     env = dict(os.environ if env is None else env)
     clients = accepted_clients(env)
+    state_upgrade.upgrade(state_dir)  # earlier versions' per-job file names, once
     store = jobs_api.JobStore(state_dir)
     runner = Runner(store, env, state_dir, session_factory=session_factory)
-    ctx = ServerContext(state_dir=state_dir, env=env, jobs=store, runner=runner)
+    ctx = ServerContext(state_dir=state_dir, env=env, jobs=store, runner=runner,
+                        code_places=jobs_api.default_code_places())
     server = GlueApiServer(port, ctx, operations(), clients)
     if quiet:
         _Handler.log_message = lambda *a, **k: None  # type: ignore[method-assign]
@@ -172,16 +287,22 @@ def make_server(state_dir: Path, port: int = 0, env: Mapping[str, str] | None = 
     return server
 
 
-def accepted_clients(env: dict[str, str]) -> dict[str, str] | None:
-    """access key -> secret of ENV_GLUE_CLIENTS, taken out of `env` and os.environ."""
+def accepted_clients(env: dict[str, str]) -> dict[str, Client] | None:
+    """access key -> client of ENV_GLUE_CLIENTS, taken out of `env` and os.environ."""
     value = env.pop(ENV_GLUE_CLIENTS, None)
     os.environ.pop(ENV_GLUE_CLIENTS, None)
     if value is None:
         return None
-    clients = {}
+    clients: dict[str, Client] = {}
     for item in filter(None, value.split(",")):
-        _name, access, secret = item.split(":")
-        clients[access] = secret
+        name, key, secret = item.split(":")
+        if name not in access.CLIENTS:
+            raise ValueError(f"{ENV_GLUE_CLIENTS}: client {name!r} is unknown; clients are "
+                             f"{', '.join(access.CLIENTS)}")
+        if key in clients and clients[key].name != name:
+            raise ValueError(f"{ENV_GLUE_CLIENTS}: clients {clients[key].name} and {name} "
+                             "share one access key; each needs its own")
+        clients[key] = Client(name, secret)
     return clients
 
 

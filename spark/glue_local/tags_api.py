@@ -5,8 +5,9 @@ characters, TagKeysList at most 50, PageSize 1-1000).
 
 Only jobs carry tags locally: `arn:aws:glue:<region>:000000000000:job/<name>`, the region
 being the API's (AWS_DEFAULT_REGION, else AWS_REGION, else us-east-1). Tags live in
-<state>/glue/tags/job/<name>.json, apart from the job definition, so GetJob/GetJobs never
-return them (as on AWS) and UpdateJob, which replaces the definition, keeps them.
+<state>/glue/tags/job/<state name>.json (glue_local.job_names.state_name), apart from
+the job definition, so GetJob/GetJobs never return them (as on AWS) and UpdateJob, which
+replaces the definition, keeps them.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from cdclab.atomic import write_json
 from cdclab.settings import DEFAULT_REGION, ENV_AWS_REGION, ENV_REGION
 from glue_local.errors import invalid_input, not_found
+from glue_local.job_names import state_name
 
 # the account of the local Glue API's ARNs (catalog_api.CATALOG_ID is the same)
 LOCAL_ACCOUNT = "000000000000"
@@ -104,12 +105,15 @@ def checked_key(key: Any, what: str, reserved: bool = True) -> str:
 
 
 # --- persistence (callers hold the JobStore's lock while they change tags) ------------
-def _tags_path(state_dir: Path, name: str) -> Path:
-    return Path(state_dir) / "glue" / "tags" / "job" / (quote(name, safe="") + ".json")
+TAGS_DIR = ("glue", "tags", "job")
+
+
+def tags_path(state_dir: Path, name: str) -> Path:
+    return Path(state_dir).joinpath(*TAGS_DIR, f"{state_name(name)}.json")
 
 
 def load_job_tags(state_dir: Path, name: str) -> dict[str, str]:
-    path = _tags_path(state_dir, name)
+    path = tags_path(state_dir, name)
     return json.loads(path.read_text())["Tags"] if path.exists() else {}
 
 
@@ -117,15 +121,15 @@ def store_job_tags(state_dir: Path, name: str, tags: Mapping[str, str]) -> None:
     """Writes the job's tags; none removes the file (so a job created later under the
     name never inherits a deleted job's tags)."""
     if tags:
-        write_json(_tags_path(state_dir, name), {"Tags": dict(tags)})
+        write_json(tags_path(state_dir, name), {"Tags": dict(tags)})
     else:
-        _tags_path(state_dir, name).unlink(missing_ok=True)
+        tags_path(state_dir, name).unlink(missing_ok=True)
 
 
 # --- operations: (ctx, request) -> response -------------------------------------------
 def _tagged_job(ctx, req: dict) -> str:
     name = job_name_of(ctx.env, req.get("ResourceArn"))
-    ctx.jobs.require_job(name)
+    ctx.jobs.require_job(name, constrained=False)  # an ARN's name: no job has it, or one
     return name
 
 
@@ -182,7 +186,9 @@ def list_jobs(ctx, req: dict) -> dict:
     """Job names in name order, only those with every given tag (key and value); the
     token names the last job returned, so pages stay right while jobs come and go."""
     size = req.get("MaxResults")
-    size = MAX_PAGE if size is None else int(size)
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int)):
+        raise invalid_input("MaxResults must be an integer")
+    size = MAX_PAGE if size is None else size
     if not 1 <= size <= MAX_PAGE:
         raise invalid_input(f"MaxResults {size} must be 1..{MAX_PAGE}")
     wanted = checked_tags(req.get("Tags"), "Tags", reserved=False).items()

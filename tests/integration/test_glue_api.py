@@ -123,3 +123,47 @@ def test_the_aws_profile_refuses_to_start_without_the_stack_keys(tmp_path: Path)
     with pytest.raises(ServiceError, match=settings.ENV_GLUE_CLIENTS_FILE):
         checked_clients({settings.ENV_PROFILE: settings.PROFILE_AWS,
                          settings.ENV_GLUE_CLIENTS_FILE: str(tmp_path / "absent.json")})
+
+
+def test_each_client_may_call_what_its_aws_role_may(tmp_path: Path) -> None:
+    """A generated stack's Glue API process: the watcher's keys start runs and read them,
+    never create a job; the jobs' keys read the catalog, never list jobs; the
+    administrator's do everything, a local script path included."""
+    from cdclab import minio_users
+    from cdclab.services.base import ENV_MINIO_USERS
+
+    script = tmp_path / "job.py"
+    script.write_text(JOB)
+    users = minio_users.generate()
+    admin = {settings.ENV_ACCESS_KEY: "AKIDCDCLABADMIN", settings.ENV_SECRET_KEY: "admin-s3cret"}
+    ctx = StackContext(state_dir=tmp_path / "state", env={**admin, ENV_MINIO_USERS: users})
+    running = launch(GlueApiService(warm=False), ctx, mounts=(tmp_path,))
+    try:
+        def client(keys: dict[str, str]):
+            return boto3.client("glue", endpoint_url=ctx.env[settings.ENV_GLUE_ENDPOINT],
+                                region_name="us-east-1",
+                                aws_access_key_id=keys[settings.ENV_ACCESS_KEY],
+                                aws_secret_access_key=keys[settings.ENV_SECRET_KEY])
+
+        root = client(admin)
+        watcher = client(minio_users.service_keys(ctx.env, "watcher"))
+        jobs = client(minio_users.service_keys(ctx.env, "glue"))
+        with pytest.raises(watcher.exceptions.AccessDeniedException,
+                           match="not authorized to perform: glue:CreateJob"):
+            watcher.create_job(Name="evil", Role="r", Command={"ScriptLocation": "/tmp/x.py"})
+        root.create_job(Name="sleepy", Role="r",
+                        Command={"Name": "glueetl", "ScriptLocation": str(script)})
+        with pytest.raises(watcher.exceptions.InvalidInputException, match="--extra-py-files"):
+            watcher.start_job_run(JobName="sleepy", Arguments={"--extra-py-files": "/tmp/x.py"})
+        run = watcher.start_job_run(JobName="sleepy")["JobRunId"]
+        assert wait_state(watcher, "sleepy", run, ("SUCCEEDED",))
+        assert [r["Id"] for r in jobs.get_job_runs(JobName="sleepy")["JobRuns"]] == [run]
+        with pytest.raises(jobs.exceptions.AccessDeniedException):
+            jobs.list_jobs()
+        with pytest.raises(jobs.exceptions.EntityNotFoundException):
+            jobs.get_table(DatabaseName="nodb", Name="t")
+        with pytest.raises(watcher.exceptions.AccessDeniedException):
+            watcher.delete_job(JobName="sleepy")
+        assert root.get_job(JobName="sleepy")["Job"]["Name"] == "sleepy"
+    finally:
+        running.stop()

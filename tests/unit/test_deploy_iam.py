@@ -107,7 +107,7 @@ def test_roles_get_only_what_their_service_needs():
     }
     # the input guard asks how its own job's earlier run ended, nothing else of Glue's jobs
     own_runs = next(s for s in glue_doc if s["Sid"] == "OwnJobRuns")
-    assert own_runs["Action"] == ["glue:GetJobRun"]
+    assert own_runs["Action"] == ["glue:GetJobRun", "glue:GetJobRuns"]
     assert own_runs["Resource"] == [f"arn:aws:glue:us-east-1:111122223333:job/{P.glue_job.name}"]
     assert plan.get("iam-role", n.dms_s3_role).settings["AssumeRolePolicyDocument"]["Statement"][0][
         "Condition"

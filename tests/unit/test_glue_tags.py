@@ -13,7 +13,7 @@ from glue_local.server import running_server
 
 REGION = "eu-west-1"
 ACCOUNT = "000000000000"
-COMMAND = {"Name": "glueetl", "ScriptLocation": "s3://scripts/job.py"}
+COMMAND = {"Name": "glueetl", "ScriptLocation": "s3://cdclab-scripts/jobs/job.py"}
 
 
 def arn(name: str, kind: str = "job", region: str = REGION, account: str = ACCOUNT) -> str:

@@ -16,7 +16,8 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * One JSON file per job under {@code <state>/glue/bookmarks/}, shared with the local Glue
+ * One JSON file per job under {@code <state>/glue/bookmarks/} (named by {@link StateNames}:
+ * one file per job name), shared with the local Glue
  * API (spark/glue_local/bookmarks.py serves GetJobBookmark/ResetJobBookmark from it).
  * "contexts" is the current state per transformation_ctx; "history" keeps the state after
  * each committed run (newest last, bounded) for rewinds and job-bookmark-pause ranges.
@@ -30,7 +31,7 @@ public final class BookmarkStore {
   public BookmarkStore(Path stateDir, String job) {
     this.job = job;
     this.file = stateDir.resolve("glue").resolve("bookmarks")
-        .resolve(job.replaceAll("[^A-Za-z0-9_.-]", "_") + ".json");
+        .resolve(StateNames.of(job) + ".json");
   }
 
   public Path file() {
