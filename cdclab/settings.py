@@ -33,6 +33,7 @@ from cdclab.settings_check import (
     whole,
 )
 from cdclab.table_overrides import TableOverrides
+from dms_emitter.table_mappings import read_document
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -551,7 +552,10 @@ def _load_pipeline(path: Path) -> PipelineSettings:
             from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise SettingsError(where, "", UNSHOWN, f"not valid TOML ({exc})") from None
-    return parse_pipeline(raw, where, os.environ)
+    p = parse_pipeline(raw, where, os.environ)
+    if p.source.table_mappings:  # the file it names is settings too: checked as it loads
+        read_document(REPO_ROOT / p.source.table_mappings)
+    return p
 
 
 def parse_pipeline(raw: Mapping[str, Any], where: str = WHERE,

@@ -89,12 +89,16 @@ def flag() -> Rule:
     return Rule(bool, "true or false")
 
 
+def _num(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else str(v)
+
+
 def _bounds(lo: float | None, hi: float | None) -> str:
     if lo is not None and hi is not None:
-        return f"from {lo:g} to {hi:g}"
+        return f"from {_num(lo)} to {_num(hi)}"
     if lo is not None:
-        return f">= {lo:g}"
-    return f"<= {hi:g}" if hi is not None else "any"
+        return f">= {_num(lo)}"
+    return f"<= {_num(hi)}" if hi is not None else "any"
 
 
 def _within(lo: float | None, hi: float | None) -> Callable[[Any], bool]:
