@@ -89,7 +89,11 @@ def check_names(specs: Sequence[Mapping[str, Any]]) -> None:
     found = collisions(specs)
     if not found:
         return
-    taken = {c.key for spec in specs for c in claims(spec)}
+    # names differing only in case: DMS cannot replicate both, so no override would help
+    unsupported = {(a.table, b.table) for a, b in found if a.role == "source name"}
+    found = [(a, b) for a, b in found
+             if a.role == "source name" or (a.table, b.table) not in unsupported]
+    taken = {c.key for spec in specs for c in claims(spec)}  # suggestions avoid these
     lines = [_describe(a, b, taken) for a, b in found]
     raise NameCollision("tables the job merges would share a name, which would merge "
                         "their rows; nothing was changed:\n  " + "\n  ".join(lines))
@@ -110,8 +114,9 @@ def _describe(a: Claim, b: Claim, taken: set[tuple[str, str]]) -> str:
                 "with a selection rule")
     base = _JUNK.sub("_", b.table.lower()).strip("_") or "t"
     stem = f"bronze_{base}" if namespace == BOOKMARK else f"{base}{suffix}"
+    database = b.name.split(".", 1)[0] + "." if namespace == CATALOG else ""
     new, n = stem, 2
-    database = b.name.split(".", 1)[0] if namespace == CATALOG else ""
-    while (namespace, (f"{database}.{new}" if database else new).casefold()) in taken:
+    while (namespace, f"{database}{new}".casefold()) in taken:
         new, n = f"{stem}_{n}", n + 1
+    taken.add((namespace, f"{database}{new}".casefold()))  # one suggestion per name
     return f'{head}: override one in pipeline.toml, e.g. [tables."{b.table}"] {key} = "{new}"'
