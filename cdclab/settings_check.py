@@ -138,8 +138,8 @@ GLUE_NAME = text(r"[a-z0-9_]{1,255}", "1 to 255 lower-case letters, digits or '_
                  "lower-cases catalog names, and the job's Spark SQL uses them unquoted)")
 # Object key prefixes: S3's "safe characters" for key names (Creating object key names),
 # without '*', which Hadoop reads as a glob; no empty, '.' or '..' segment
-SAFE = r"[A-Za-z0-9!_.'()-]+"
-KEY_SEGMENTS = re.compile(rf"{SAFE}(/{SAFE})*")
+_SAFE = r"[A-Za-z0-9!_.'()-]+"
+KEY_SEGMENTS = re.compile(rf"{_SAFE}(/{_SAFE})*")
 
 
 def no_dot_segments(v: str) -> bool:
