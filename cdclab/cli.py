@@ -15,6 +15,8 @@ from pathlib import Path
 from cdclab import credentials, settings
 from cdclab.redact import mask_password
 from cdclab.services.base import ServiceError
+from cdclab.settings_check import SettingsError
+from cdclab.table_specs import SpecError
 
 
 def say(msg: str) -> None:
@@ -464,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
     credentials.apply_file(os.environ)
     try:
         return args.func(args)
-    except ServiceError as exc:
+    except (ServiceError, SettingsError, SpecError) as exc:  # bad settings: no traceback
         print(f"cdclab: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from cdclab.settings import DEFAULT_REGION, PROFILE_AWS, load_pipeline
+from cdclab.settings_check import SettingsError
 from deploy.options import ACCOUNT_PLACEHOLDER, DEFAULT_STACK, DeployError, DeployOptions
 from deploy.plan import Plan, build_plan, destroy_options
 
@@ -130,22 +131,30 @@ def table_specs(args: argparse.Namespace) -> list[dict]:
     (the lab's source has the schema the AWS source has: that is the point of the lab)."""
     import json
 
+    from cdclab.table_names import NameCollision, check_names
+
     path = vars(args).get("tables_config")
     if path:
-        return json.loads(open(path, encoding="utf-8").read())["tables"]
-    try:
-        from cdclab.runtime import current
-        from cdclab.tables_sync import published_specs
+        with open(path, encoding="utf-8") as f:
+            specs = json.load(f)["tables"]
+    else:
+        try:
+            from cdclab.runtime import current
+            from cdclab.tables_sync import published_specs
 
-        specs = published_specs(current().require("minio"))
-    except Exception as exc:  # no lab running: say what to do
-        if args.dry_run:
-            print(f"cdclab deploy: no table specs ({exc}); the plan has no bronze tables",
-                  file=sys.stderr)
-            return []
-        raise DeployError("cdclab deploy needs the tables' columns: start the lab "
-                          "(`cdclab up`) against a source with the same schema, or pass "
-                          "--tables-config FILE (`cdclab tables --json > FILE`)") from exc
+            specs = published_specs(current().require("minio"))
+        except Exception as exc:  # no lab running: say what to do
+            if args.dry_run:
+                print(f"cdclab deploy: no table specs ({exc}); the plan has no bronze "
+                      "tables", file=sys.stderr)
+                return []
+            raise DeployError("cdclab deploy needs the tables' columns: start the lab "
+                              "(`cdclab up`) against a source with the same schema, or pass "
+                              "--tables-config FILE (`cdclab tables --json > FILE`)") from exc
+    try:
+        check_names(specs)
+    except NameCollision as exc:
+        raise DeployError(str(exc)) from None
     return specs
 
 
@@ -164,7 +173,7 @@ def run_deploy(args: argparse.Namespace) -> int:
         for k, v in runner_env(plan).items():
             print(f"  {k}={v}")
         return 0
-    except DeployError as e:
+    except (DeployError, SettingsError) as e:
         print(f"cdclab deploy: {e}", file=sys.stderr)
         return 2
 
@@ -184,7 +193,7 @@ def run_destroy(args: argparse.Namespace) -> int:
 
         destroy_plan(plan, session, delete_data=args.delete_data)
         return 0
-    except DeployError as e:
+    except (DeployError, SettingsError) as e:
         print(f"cdclab destroy: {e}", file=sys.stderr)
         return 2
 

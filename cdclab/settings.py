@@ -8,10 +8,32 @@ program behaves the same in both runtimes.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from cdclab.settings_check import (
+    GLUE_NAME,
+    KEY_SEGMENTS,
+    S3_PREFIX,
+    UNSHOWN,
+    WHERE,
+    Section,
+    SettingsError,
+    flag,
+    no_dot_segments,
+    number,
+    one_of,
+    text,
+    whole,
+)
+from cdclab.table_overrides import TableOverrides
+from dms_emitter.table_mappings import read_document
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -116,8 +138,59 @@ def iceberg_rest_jar() -> Path:
 
 
 # --- the pipeline description (cdclab/pipeline.toml) --------------------------------
+# What each key allows (cdclab.settings_check checks it when a section is built). The
+# value lists are the contract; the boxes that apply them keep the same lists
+# (tests/unit/test_settings.py checks that they agree).
+MIGRATION_TYPES = ("full-load-and-cdc", "full-load", "cdc")
+DATA_FORMATS = ("csv", "parquet")
+COMPRESSION_TYPES = ("NONE", "GZIP")
+CHANGE_SEQ_LAYOUTS = ("dms", "lsn")  # dms_emitter/change_seq.py
+PK_UPDATE_HANDLINGS = ("update", "delete-insert")
+UNCHANGED_TOAST = ("lookup", "null")
+BYTEA_FORMATS = ("hex", "base64", "postgres")
+INTERVAL_STYLES = ("postgres", "postgres_verbose", "sql_standard", "iso_8601")
+PARQUET_VERSIONS = ("parquet-1-0", "parquet-2-0")
+ENCODING_TYPES = ("rle-dictionary", "plain-dictionary", "plain")
+DATE_PARTITION_SEQUENCES = ("YYYYMMDD", "YYYYMMDDHH", "YYYYMM", "MMYYYYDD", "DDMMYYYY")
+DATE_PARTITION_DELIMITERS = ("SLASH", "DASH", "UNDERSCORE", "NONE")
+GLUE_VERSIONS = ("5.0", "5.1")  # the job and the lab's Glue are Glue 5 (Spark 3.5)
+WORKER_TYPES = ("G.025X", "G.1X", "G.2X", "G.4X", "G.8X", "G.12X", "G.16X", "R.1X", "R.2X")
+BOOKMARK_OPTIONS = ("job-bookmark-enable", "job-bookmark-disable", "job-bookmark-pause")
+GLUE_MAX_TIMEOUT_MINUTES = 10080  # Glue: a job's Timeout is under 7 days
+MIN_ORPHAN_FILE_AGE_HOURS = 24  # a file younger may belong to a write still in progress
+
+_PG_NAME = "a PostgreSQL name: 1 to 63 bytes"  # NAMEDATALEN - 1
+
+
+def _zone(name: str) -> bool:
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return False
+    return True
+
+
+def _bucket(name: str) -> bool:
+    """S3's bucket naming rules (General purpose bucket naming rules)."""
+    return (".." not in name and not re.fullmatch(r"[0-9.]+", name)
+            and not name.startswith(("xn--", "sthree-"))
+            and not name.endswith(("-s3alias", "--ol-s3")))
+
+
+_BUCKET = text(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", "an S3 bucket name: 3 to 63 lower-case "
+               "letters, digits, '.' or '-', starting and ending with a letter or digit, "
+               "no '..', not an IP address", test=_bucket)
+_COLUMN = text(r'[^"\x00-\x1f\x7f]+', "a column name without quotes or control characters")
+# Glue's Name pattern (single-line string), 1..255 characters
+_GLUE_JOB_NAME = text("[\t\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]{1,255}",
+                      "1 to 255 characters without line breaks (Glue's job name rule)")
+_SCRIPT = text(rf"{KEY_SEGMENTS.pattern}\.py", "a .py path from the repo root, of S3's safe "
+               "characters (it is the script's key in the scripts bucket), no '.' or '..' "
+               "folder", 512, no_dot_segments)
+
+
 @dataclass(frozen=True)
-class SourceSettings:
+class SourceSettings(Section):
     database: str
     schema: str
     table: str
@@ -128,9 +201,24 @@ class SourceSettings:
     # change-sequence column. The emitter and `cdclab deploy` both use it.
     table_mappings: str = ""
 
+    SECTION = "source"
+    RULES = {
+        "database": text(r"[^\x00]+", _PG_NAME, 63),
+        "schema": text(r"[^\x00]+", _PG_NAME, 63),
+        "table": text(r"[^\x00]+", _PG_NAME, 63),
+        "primary_key": text(r"[^\x00]+", f"a column of [source].table ({_PG_NAME})", 63),
+        "publication": text(r"[A-Za-z0-9_]{1,63}", "1 to 63 letters, digits or '_'"),
+        # PostgreSQL: "a name, which can contain lower-case letters, numbers, and the
+        # underscore character" (Replication Slots)
+        "slot": text(r"[a-z0-9_]{1,63}", "1 to 63 lower-case letters, digits or '_' "
+                     "(PostgreSQL's replication slot names)"),
+        "table_mappings": text(r"[^\x00]*", "the path of a DMS table-mapping JSON file "
+                               '(from the repo root), or "" for [source].table alone'),
+    }
+
 
 @dataclass(frozen=True)
-class DmsSettings:
+class DmsSettings(Section):
     bucket_folder: str
     data_format: str
     add_column_name: bool
@@ -186,9 +274,71 @@ class DmsSettings:
     # Not documented by AWS: LOAD files under the date folder of the load's start too
     date_partition_full_load: bool = True
 
+    SECTION = "dms"
+    RULES = {
+        "bucket_folder": S3_PREFIX,
+        "data_format": one_of(*DATA_FORMATS),
+        "add_column_name": flag(),
+        "include_op_for_full_load": flag(),
+        "timestamp_column_name": text(r'[^"\x00-\x1f\x7f]*', _COLUMN.allowed + ', or "" '
+                                      "(no timestamp column)"),
+        "csv_delimiter": text(r'[^"\r\n]', "one character other than a quote or a line "
+                              "break"),
+        "csv_row_delimiter": one_of("\n", "\r\n"),
+        "csv_null_value": text(r'[^"\r\n]*', "text without quotes or line breaks"),
+        "change_seq_column": _COLUMN,
+        "max_file_size_kb": whole(1, 1048576, " (DMS MaxFileSize, KB)"),
+        "cdc_max_batch_interval_seconds": whole(1, optional=True),
+        "cdc_min_file_size_kb": whole(1, optional=True),
+        "migration_type": one_of(*MIGRATION_TYPES),
+        "rfc4180": flag(),
+        "quote_empty_strings": flag(),
+        "change_seq_layout": one_of(*CHANGE_SEQ_LAYOUTS),
+        # the DMS API's CompressionTypeValue is lower case, the console's upper
+        "compression_type": one_of(*COMPRESSION_TYPES, fold=True),
+        "cdc_inserts_only": flag(),
+        "cdc_inserts_and_updates": flag(),
+        "use_task_start_time_for_full_load_timestamp": flag(),
+        "lob_max_size_kb": whole(1, why=" (LobMaxSize, KB; AWS recommends at most 102400)"),
+        "trim_space_in_char": flag(),
+        "map_unbounded_numeric_as_string": flag(),
+        "fail_tasks_on_lob_truncation": flag(),
+        "pk_update_handling": one_of(*PK_UPDATE_HANDLINGS),
+        "unchanged_toast": one_of(*UNCHANGED_TOAST),
+        "bytea_format": one_of(*BYTEA_FORMATS),
+        # what the emitter pins as the sessions' TimeZone (replication.session_options)
+        "timestamptz_time_zone": text(r"[A-Za-z0-9_+\-/]+", "a PostgreSQL time zone name "
+                                      "(letters, digits, _ + - /), e.g. UTC or "
+                                      "Europe/Paris"),
+        "interval_style": one_of(*INTERVAL_STYLES),
+        "parquet_version": one_of(*PARQUET_VERSIONS),
+        "parquet_timestamp_in_millisecond": flag(),
+        "enable_statistics": flag(),
+        "encoding_type": one_of(*ENCODING_TYPES),
+        "data_page_size": whole(1, optional=True),
+        "row_group_length": whole(1, optional=True),
+        "dict_page_size_limit": whole(1, optional=True),
+        "date_partition_enabled": flag(),
+        "date_partition_sequence": one_of(*DATE_PARTITION_SEQUENCES),
+        "date_partition_delimiter": one_of(*DATE_PARTITION_DELIMITERS),
+        "date_partition_timezone": text(r"[^\x00]*", 'an Area/Location time zone (e.g. '
+                                        'Asia/Seoul), or "" for UTC',
+                                        test=lambda v: not v or _zone(v)),
+        "date_partition_full_load": flag(),
+    }
+
+    def check_together(self) -> None:
+        if self.cdc_inserts_only and self.cdc_inserts_and_updates:
+            raise SettingsError(WHERE, self.key("cdc_inserts_and_updates"), True,
+                                "false when dms.cdc_inserts_only is true (DMS refuses both)")
+        if self.csv_delimiter in self.csv_null_value:
+            raise SettingsError(WHERE, self.key("csv_null_value"), self.csv_null_value,
+                                f"text without the delimiter {self.csv_delimiter!r} "
+                                "(dms.csv_delimiter), quotes or line breaks")
+
 
 @dataclass(frozen=True)
-class LakeSettings:
+class LakeSettings(Section):
     bronze_bucket: str
     silver_bucket: str
     scripts_bucket: str
@@ -205,9 +355,21 @@ class LakeSettings:
     # s3://<bronze_bucket>/<archive_prefix>/<UTC time>/<key>: kept, no longer read
     archive_prefix: str = "archive"
 
+    SECTION = "lake"
+    RULES = {
+        "bronze_bucket": _BUCKET, "silver_bucket": _BUCKET, "scripts_bucket": _BUCKET,
+        "glue_database": GLUE_NAME, "bronze_table": GLUE_NAME, "silver_table": GLUE_NAME,
+        "tombstone_table": GLUE_NAME, "quarantine_table": GLUE_NAME,
+        # the Spark catalog's name (spark.sql.catalog.<name>), unquoted in the job's SQL
+        "catalog_name": text(r"[A-Za-z_][A-Za-z0-9_]{0,254}", "a letter or '_', then "
+                             "letters, digits or '_' (up to 255)"),
+        "warehouse_prefix": S3_PREFIX, "quarantine_prefix": S3_PREFIX,
+        "archive_prefix": S3_PREFIX,
+    }
+
 
 @dataclass(frozen=True)
-class GlueJobSettings:
+class GlueJobSettings(Section):
     name: str
     script: str
     glue_version: str
@@ -225,21 +387,25 @@ class GlueJobSettings:
     # minutes (EventBridge delivers Glue's events best effort). 0: no sweep
     backlog_sweep_minutes: int = 10
 
-    def __post_init__(self) -> None:
-        if self.bounded_files < 0 or self.bounded_size_bytes < 0:
-            raise ValueError("[glue_job] bounded_files / bounded_size_bytes must be >= 0")
-        sweep = self.backlog_sweep_minutes
-        if type(sweep) is not int or not (sweep == 0 or 1 <= sweep <= 1440):
-            # EventBridge's rate() takes whole minutes, at least 1
-            raise ValueError("[glue_job] backlog_sweep_minutes must be a whole number of "
-                             f"minutes, 0 (off) or 1..1440, not {sweep!r}")
-
-
-MIN_ORPHAN_FILE_AGE_HOURS = 24  # a file younger may belong to a write still in progress
+    SECTION = "glue_job"
+    RULES = {
+        "name": _GLUE_JOB_NAME,
+        "script": _SCRIPT,
+        "glue_version": one_of(*GLUE_VERSIONS),
+        "worker_type": one_of(*WORKER_TYPES),
+        "number_of_workers": whole(2, why=" (Glue Spark jobs need at least 2)"),
+        "job_bookmark_option": one_of(*BOOKMARK_OPTIONS),
+        "max_concurrent_runs": whole(1),
+        "timeout_minutes": whole(1, GLUE_MAX_TIMEOUT_MINUTES, " (Glue: under 7 days)"),
+        "bounded_files": whole(0, why=" (0: no cap)"),
+        "bounded_size_bytes": whole(0, why=" (0: no cap)"),
+        # EventBridge's rate() takes whole minutes, at least 1
+        "backlog_sweep_minutes": whole(0, 1440, " minutes (0: no sweep)"),
+    }
 
 
 @dataclass(frozen=True)
-class MaintenanceSettings:
+class MaintenanceSettings(Section):
     """The Glue job's own Iceberg upkeep of its tables ([maintenance], docs/operations.md):
     at most every interval_minutes, expire snapshots (keep time travel for the retention
     window and at least retain_last_snapshots), remove orphan files older than
@@ -251,15 +417,22 @@ class MaintenanceSettings:
     orphan_file_age_hours: float = 72
     tombstone_retention_days: float = 30  # 0: never prune
 
-    def __post_init__(self) -> None:
-        if self.orphan_file_age_hours < MIN_ORPHAN_FILE_AGE_HOURS:
-            raise ValueError(f"[maintenance] orphan_file_age_hours must be at least "
-                             f"{MIN_ORPHAN_FILE_AGE_HOURS}: a younger file may belong to a "
-                             "write still in progress (Iceberg's remove_orphan_files warning)")
-        if self.retain_last_snapshots < 1 or self.snapshot_retention_hours < 0 \
-                or self.interval_minutes < 0 or self.tombstone_retention_days < 0:
-            raise ValueError("[maintenance] retain_last_snapshots must be >= 1 and the "
-                             "other settings >= 0")
+    SECTION = "maintenance"
+    RULES = {
+        "interval_minutes": number(0),
+        "snapshot_retention_hours": number(0),
+        "retain_last_snapshots": whole(1),
+        "orphan_file_age_hours": number(MIN_ORPHAN_FILE_AGE_HOURS, why=": a younger file "
+                                        "may belong to a write still in progress "
+                                        "(Iceberg's remove_orphan_files warning)"),
+        "tombstone_retention_days": number(0, why=" (0: never prune)"),
+    }
+
+
+SECTIONS: dict[str, type[Section]] = {
+    "source": SourceSettings, "dms": DmsSettings, "lake": LakeSettings,
+    "glue_job": GlueJobSettings, "maintenance": MaintenanceSettings}
+TABLES_SECTION = "tables"  # [tables."schema.table"]: cdclab.table_overrides
 
 
 @dataclass(frozen=True)
@@ -270,8 +443,35 @@ class PipelineSettings:
     glue_job: GlueJobSettings
     maintenance: MaintenanceSettings = field(default_factory=MaintenanceSettings)
     # [tables."schema.table"]: per-table overrides for the generic job (raw TOML tables,
-    # parsed by cdclab.table_specs.TableOverrides)
+    # checked here, parsed by cdclab.table_overrides.TableOverrides)
     tables: dict[str, dict] = field(default_factory=dict)
+
+    def check(self, where: str = WHERE) -> None:
+        """What spans sections, and [tables] (each section checks its own keys)."""
+        try:
+            self._check()
+        except SettingsError as exc:
+            raise exc.at(where) from None
+
+    def _check(self) -> None:
+        if not isinstance(self.tables, dict):
+            raise SettingsError(WHERE, f"[{TABLES_SECTION}]", self.tables, "tables of "
+                                'per-table overrides: [tables."schema.table"]')
+        for name, raw in self.tables.items():
+            TableOverrides.parse(name, raw)
+        # the bronze bucket holds the DMS folder, the quarantine and the archive: an
+        # object moved to one must not land in another (the watcher would read it again)
+        folders = {"dms.bucket_folder": self.dms.bucket_folder,
+                   "lake.quarantine_prefix": self.lake.quarantine_prefix,
+                   "lake.archive_prefix": self.lake.archive_prefix}
+        seen: list[tuple[str, str]] = []
+        for key, folder in folders.items():
+            for other_key, other in seen:
+                if _nested(folder, other):
+                    raise SettingsError(WHERE, key, folder, f"a folder of the bronze bucket "
+                                        f"apart from {other_key} ({other!r}): neither may "
+                                        "hold the other")
+            seen.append((key, folder))
 
     @property
     def bronze_prefix(self) -> str:
@@ -330,6 +530,7 @@ class PipelineSettings:
         return REPO_ROOT / self.glue_job.script
 
 
+
 PIPELINE_FILE = Path(__file__).with_name("pipeline.toml")
 
 
@@ -342,21 +543,55 @@ BUCKET_OVERRIDES = {
 
 def load_pipeline(path: Path | None = None) -> PipelineSettings:
     """The pipeline description: `path`, else $CDCLAB_PIPELINE_FILE, else PIPELINE_FILE
-    (every process of a stack inherits the variable, so all read the same file)."""
+    (every process of a stack inherits the variable, so all read the same file). A bad
+    setting is a SettingsError naming the file, the key, the value and what is allowed."""
     return _load_pipeline(Path(path or os.environ.get(ENV_PIPELINE_FILE) or PIPELINE_FILE))
 
 
 @cache
 def _load_pipeline(path: Path) -> PipelineSettings:
-    raw = tomllib.loads(path.read_text())
-    for field_name, env_key in BUCKET_OVERRIDES.items():
-        if os.environ.get(env_key):
-            raw["lake"][field_name] = os.environ[env_key]
-    return PipelineSettings(
-        source=SourceSettings(**raw["source"]),
-        dms=DmsSettings(**raw["dms"]),
-        lake=LakeSettings(**raw["lake"]),
-        glue_job=GlueJobSettings(**raw["glue_job"]),
-        maintenance=MaintenanceSettings(**raw.get("maintenance", {})),
-        tables=raw.get("tables", {}),
-    )
+    where = str(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise SettingsError(where, "", UNSHOWN, f"cannot read it ({exc.strerror or exc})") \
+            from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SettingsError(where, "", UNSHOWN, f"not valid TOML ({exc})") from None
+    p = parse_pipeline(raw, where, os.environ)
+    if p.source.table_mappings:  # the file it names is settings too: checked as it loads
+        read_document(REPO_ROOT / p.source.table_mappings)
+    return p
+
+
+def parse_pipeline(raw: Mapping[str, Any], where: str = WHERE,
+                   env: Mapping[str, str] | None = None) -> PipelineSettings:
+    """Pure: the settings from pipeline.toml's parsed `raw`, every section and key checked;
+    `env` may replace the bucket names (BUCKET_OVERRIDES)."""
+    env = env or {}
+    for key, value in raw.items():
+        if key not in SECTIONS and key != TABLES_SECTION:
+            raise SettingsError(where, key, value, "not a section of pipeline.toml (its "
+                                f"sections: {', '.join(f'[{s}]' for s in SECTIONS)}, "
+                                '[tables."schema.table"])')
+    built: dict[str, Any] = {}
+    for name, cls in SECTIONS.items():
+        body = raw.get(name, {})
+        replaced: dict[str, str] = {}
+        if name == LakeSettings.SECTION and isinstance(body, dict):
+            replaced = {f: env[k] for f, k in BUCKET_OVERRIDES.items() if env.get(k)}
+            body = {**body, **replaced}
+        try:
+            built[name] = cls.build(body, where)
+        except SettingsError as exc:
+            field_name = exc.key.removeprefix(f"{name}.")
+            if field_name in replaced:  # the value came from the environment
+                raise exc.at(f"${BUCKET_OVERRIDES[field_name]}") from None
+            raise
+    p = PipelineSettings(**built, tables=raw.get(TABLES_SECTION, {}))
+    p.check(where)
+    return p
+
+
+def _nested(a: str, b: str) -> bool:
+    return a == b or a.startswith(b + "/") or b.startswith(a + "/")

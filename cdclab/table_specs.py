@@ -19,14 +19,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cdclab.table_overrides import (  # noqa: F401 - the specs' overrides, re-exported
+    DEFAULT_SPLIT_PATTERN,
+    TRANSFORM_SPLIT,
+    TRANSFORMS,
+    Derived,
+    TableOverrides,
+)
 from dms_emitter.source_types import PgType, SourceColumn
 
 SPEC_VERSION = 1
 ROLE_OP, ROLE_TIMESTAMP, ROLE_CHANGE_SEQ, ROLE_DATA = "op", "timestamp", "change_seq", "data"
-TRANSFORM_SPLIT = "split"  # the value split at the first match of `pattern`: part 0 or 1
-TRANSFORMS = (TRANSFORM_SPLIT,)
-# Java's \s (Spark's split) is ASCII whitespace: the default split of "City, Country".
-DEFAULT_SPLIT_PATTERN = r",[ \t\n\x0B\f\r]*"
 DECIMAL_MAX_PRECISION = 38  # Spark's (and Iceberg's) widest decimal
 UNBOUNDED_NUMERIC = "decimal(28,6)"  # DMS writes unbounded NUMERIC as NUMERIC(28,6)
 MONEY = "decimal(38,4)"  # DMS: MONEY -> NUMERIC(38,4)
@@ -45,52 +48,6 @@ INTERNAL_PREFIX = "_cdclab_"  # the job's own columns (jobs/bronze_to_silver.py 
 
 class SpecError(ValueError):
     """A table the job cannot merge as configured; the message names the table."""
-
-
-@dataclass(frozen=True)
-class Derived:
-    """Silver columns computed from one source column, in its place (it is dropped)."""
-
-    column: str
-    into: tuple[str, ...]
-    transform: str = TRANSFORM_SPLIT
-    pattern: str = DEFAULT_SPLIT_PATTERN
-
-
-@dataclass(frozen=True)
-class TableOverrides:
-    """pipeline.toml `[tables."schema.table"]`: everything optional."""
-
-    bronze_table: str = ""
-    silver_table: str = ""
-    tombstone_table: str = ""
-    quarantine_table: str = ""
-    transformation_ctx: str = ""  # the job bookmark's key for this table's reads
-    derive: tuple[Derived, ...] = ()
-
-    @classmethod
-    def parse(cls, name: str, raw: Mapping[str, Any]) -> TableOverrides:
-        known = {"bronze_table", "silver_table", "tombstone_table", "quarantine_table",
-                 "transformation_ctx", "derive"}
-        unknown = sorted(set(raw) - known)
-        if unknown:
-            raise SpecError(f'pipeline.toml [tables."{name}"]: unknown keys {unknown} '
-                            f"(known: {sorted(known)})")
-        derive = []
-        for d in raw.get("derive", []):
-            transform = d.get("transform", TRANSFORM_SPLIT)
-            if transform not in TRANSFORMS:
-                raise SpecError(f'pipeline.toml [tables."{name}"] derive: transform '
-                                f"{transform!r} is not one of {TRANSFORMS}")
-            into = tuple(d.get("into", ()))
-            if transform == TRANSFORM_SPLIT and not 1 <= len(into) <= 2:
-                raise SpecError(f'pipeline.toml [tables."{name}"] derive {d.get("column")!r}:'
-                                " split makes one or two columns (into = [first, rest])")
-            derive.append(Derived(str(d["column"]), into, transform,
-                                  str(d.get("pattern", DEFAULT_SPLIT_PATTERN))))
-        return cls(*(str(raw.get(k, "")) for k in (
-            "bronze_table", "silver_table", "tombstone_table", "quarantine_table",
-            "transformation_ctx")), tuple(derive))
 
 
 @dataclass(frozen=True)
@@ -148,8 +105,9 @@ def spark_type(pg: PgType, map_unbounded_numeric_as_string: bool = False) -> str
 
 
 def build_spec(source: SourceTable, layout: Layout,
-               overrides: TableOverrides = TableOverrides()) -> dict[str, Any]:
+               overrides: TableOverrides | None = None) -> dict[str, Any]:
     """The job's spec of one table (JSON-ready)."""
+    overrides = overrides or TableOverrides()
     where = source.qualified
     if not source.key:
         raise SpecError(f"{where} has no primary key: DMS replicates only its inserts and "

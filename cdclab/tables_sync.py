@@ -1,7 +1,8 @@
 """The generic job's table specs, built from the source and published to the lake.
 
-`specs_from_source` reads the source's catalog through the same table mappings the
-emitter (and DMS) apply; `publish` creates or updates each table's bronze Glue catalog
+`source_tables` reads the source's catalog through the same table mappings the emitter
+(and DMS) apply; `build_specs` makes the specs and refuses two tables that would share a
+name (cdclab.table_names); `publish` creates or updates each table's bronze Glue catalog
 table and uploads the `--tables_config` document the job reads. `cdclab up`, the demo
 and `cdclab tables --sync` call `sync`; `cdclab deploy` publishes the same document.
 """
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdclab import settings
+from cdclab.table_names import check_names
 from cdclab.table_specs import (
     Layout,
     SourceTable,
@@ -59,11 +61,11 @@ def overrides_for(p: settings.PipelineSettings, qualified: str) -> TableOverride
 
 
 def table_mappings(p: settings.PipelineSettings):
-    from dms_emitter.table_mappings import TableMappings, default_mappings
+    from dms_emitter.table_mappings import TableMappings, default_mappings, read_document
 
     if p.source.table_mappings:
         path = settings.REPO_ROOT / p.source.table_mappings
-        return TableMappings.parse(path.read_text(), str(path))
+        return TableMappings.parse(read_document(path), str(path))
     return TableMappings.parse(default_mappings(p.source.schema, p.source.table,
                                                 p.dms.change_seq_column))
 
@@ -104,6 +106,7 @@ def build_specs(tables: list[SourceTable], p: settings.PipelineSettings) -> Sync
     for name in unknown:
         report.skipped[name] = ('pipeline.toml names it in [tables] but the table mappings '
                                 'select no such source table')
+    check_names(report.specs)  # two tables sharing a name: refused, nothing published
     return report
 
 

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from cdclab.settings import REPO_ROOT, PipelineSettings
-from dms_emitter.table_mappings import TableMappings, default_mappings
+from dms_emitter.table_mappings import default_mappings, read_document
 
 
 def s3_target_settings(p: PipelineSettings, *, bucket: str, role_arn: str) -> dict[str, Any]:
@@ -91,10 +91,8 @@ def table_mappings(p: PipelineSettings) -> dict[str, Any]:
     applies, checked the same way), or the source table plus the change-sequence column
     the job dedups by."""
     if p.source.table_mappings:
-        path = REPO_ROOT / p.source.table_mappings
-        doc = json.loads(path.read_text())
-        TableMappings.parse(doc, str(path))  # what the emitter refuses, deploy refuses
-        return doc
+        # what the emitter refuses, deploy refuses
+        return read_document(REPO_ROOT / p.source.table_mappings)
     return default_mappings(p.source.schema, p.source.table, p.dms.change_seq_column)
 
 

@@ -73,35 +73,19 @@ class CsvFormat:
 
     @classmethod
     def from_settings(cls, dms: DmsSettings) -> CsvFormat:
-        if dms.data_format not in ("csv", "parquet"):
-            raise ValueError(f"pipeline.toml [dms] data_format={dms.data_format!r}: "
-                             "expected csv or parquet")
-        if dms.cdc_inserts_only and dms.cdc_inserts_and_updates:
-            raise ValueError("pipeline.toml [dms]: cdc_inserts_only and "
-                             "cdc_inserts_and_updates can't both be true (DMS refuses it)")
-        if len(dms.csv_delimiter) != 1 or dms.csv_row_delimiter not in ("\n", "\r\n"):
-            raise ValueError("pipeline.toml [dms]: csv_delimiter must be one character and "
-                             "csv_row_delimiter '\\n' or '\\r\\n'")
-        if any(c in dms.csv_null_value for c in (dms.csv_delimiter, '"', "\n", "\r")):
-            raise ValueError(f"pipeline.toml [dms] csv_null_value={dms.csv_null_value!r} "
-                             "holds a delimiter, quote or newline")
-        if dms.compression_type.upper() not in ("NONE", "GZIP"):
-            raise ValueError(f"pipeline.toml [dms] compression_type={dms.compression_type!r}:"
-                             " expected NONE or GZIP")
+        """The layout of checked [dms] settings (cdclab.settings checks them when they
+        are loaded or built, for the emitter and `cdclab deploy` alike)."""
         ops = ((OP_INSERT,) if dms.cdc_inserts_only else
                (OP_INSERT, OP_UPDATE) if dms.cdc_inserts_and_updates else OPS)
         gzipped = dms.compression_type.upper() == "GZIP"
         parquet = None
         if dms.data_format == "parquet":
-            try:
-                parquet = ParquetOptions(
-                    dms.parquet_version, dms.parquet_timestamp_in_millisecond,
-                    dms.enable_statistics, dms.encoding_type,
-                    dms.data_page_size or DEFAULT_PAGE_BYTES,
-                    dms.row_group_length or DEFAULT_ROW_GROUP_LENGTH,
-                    dms.dict_page_size_limit or DEFAULT_PAGE_BYTES, gzipped)
-            except ValueError as exc:
-                raise ValueError(f"pipeline.toml [dms] {exc}") from None
+            parquet = ParquetOptions(
+                dms.parquet_version, dms.parquet_timestamp_in_millisecond,
+                dms.enable_statistics, dms.encoding_type,
+                dms.data_page_size or DEFAULT_PAGE_BYTES,
+                dms.row_group_length or DEFAULT_ROW_GROUP_LENGTH,
+                dms.dict_page_size_limit or DEFAULT_PAGE_BYTES, gzipped)
         return cls(dms.timestamp_column_name, dms.change_seq_column, dms.csv_delimiter,
                    dms.csv_row_delimiter, dms.csv_null_value, dms.add_column_name,
                    dms.include_op_for_full_load, ops, gzipped and parquet is None,

@@ -44,7 +44,13 @@ from dms_emitter.parquet_types import STRING_COLUMN, column_type
 from dms_emitter.schema_change import SchemaChange, Shape, shape_of
 from dms_emitter.sink import Sink
 from dms_emitter.source_types import SourceColumn
-from dms_emitter.table_mappings import MappingError, TableMappings, TablePlan, default_mappings
+from dms_emitter.table_mappings import (
+    MappingError,
+    TableMappings,
+    TablePlan,
+    default_mappings,
+    folder_conflicts,
+)
 from dms_emitter.values import RenderOptions, RowRenderer
 
 PHASE_FULL_LOAD = "full_load"
@@ -373,12 +379,10 @@ class Emitter:
                     log=self.log):
                 self.published_now.append(plan.qualified)
             selected.append(SelectedTable(plan, columns, key))
-        by_folder: dict[str, str] = {}
-        for t in selected:
-            other = by_folder.setdefault(t.plan.folder, t.plan.qualified)
-            if other != t.plan.qualified:
-                raise SystemExit(f"dms_emitter: the table mappings write {other} and "
-                                 f"{t.plan.qualified} to one folder {t.plan.folder!r}")
+        conflicts = folder_conflicts(t.plan for t in selected)
+        if conflicts:
+            raise SystemExit("dms_emitter: the table mappings select tables DMS would mix: "
+                             + "; ".join(conflicts))
         if publish:
             repl.prune_publications(admin, cfg.publication,
                                     {(t.plan.schema, t.plan.table) for t in selected},

@@ -4,16 +4,20 @@ Implements the rules users commonly write (CHAP_Tasks.CustomizingTasks.TableMapp
 selection rules (include / exclude / explicit, `%` wildcards) and transformation rules
 rename, convert-lowercase / convert-uppercase, add-prefix / add-suffix (schema, table,
 column), remove-column, and add-column with a header or metadata expression. Anything
-else fails with a MappingError naming the rule, never silently ignored.
+else fails with a MappingError naming the file, the rule and key, the value and what is
+allowed, never silently ignored.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from cdclab.settings_check import MISSING, UNSHOWN, SettingsError
 
 CHANGE_SEQ_EXPRESSION = "$AR_H_CHANGE_SEQ"
 # add-column expressions the emitter evaluates; the metadata names are DMS's
@@ -23,10 +27,23 @@ _LITERAL = re.compile(r"^'((?:[^']|'')*)'$")
 _TARGETS = ("schema", "table", "column")
 _ACTIONS = ("rename", "convert-lowercase", "convert-uppercase", "add-prefix", "add-suffix",
             "remove-column", "add-column")
+_RULE_TYPES = ("selection", "transformation")
+_SELECTION_ACTIONS = ("include", "exclude", "explicit")
+# The keys DMS documents for selection and transformation rules ("Selection rules and
+# actions", "Transformation rules and actions"); any other is a typo, refused.
+_RULE_KEYS = ("rule-type", "rule-id", "rule-name", "rule-action", "rule-target",
+              "object-locator", "value", "old-value", "expression", "data-type", "filters",
+              "load-order", "parallel-load", "primary-key-def", "before-image-def")
+_LOCATOR_KEYS = ("schema-name", "table-name", "table-type", "column-name", "data-type",
+                 "table-tablespace-name", "index-tablespace-name")
+# documented, but not implemented by the emitter: refused when set
+_UNSUPPORTED = ("filters", "load-order", "parallel-load", "primary-key-def",
+                "before-image-def")
 
 
-class MappingError(ValueError):
-    """A table mapping the emitter cannot apply; the message names the rule."""
+class MappingError(SettingsError):
+    """A table mapping the emitter cannot apply: the file, the rule and key, the value
+    and what is allowed (a SettingsError, as a bad pipeline.toml setting)."""
 
 
 def _like(pattern: str, name: str, wildcards: bool = True) -> bool:
@@ -156,15 +173,23 @@ class TableMappings:
             try:
                 doc = json.loads(doc)
             except json.JSONDecodeError as exc:
-                raise MappingError(f"{source}: not JSON ({exc})") from None
-        if not isinstance(doc, dict) or not isinstance(doc.get("rules"), list):
-            raise MappingError(f'{source}: expected {{"rules": [...]}}')
+                raise MappingError(source, "", UNSHOWN, f"not JSON ({exc})") from None
+        if not isinstance(doc, dict):
+            raise MappingError(source, "", UNSHOWN, 'expected a JSON object {"rules": [...]}')
+        for key, value in doc.items():
+            if key != "rules":
+                raise MappingError(source, key, value, 'not a key of a table mapping (its '
+                                   'one key: "rules")')
+        rules = doc.get("rules", MISSING)
+        if not isinstance(rules, list):
+            raise MappingError(source, "rules", rules, "a list of rules")
         selections, transformations = [], []
-        for raw in doc["rules"]:
-            rule = _parse_rule(raw, source)
+        for i, raw in enumerate(rules):
+            rule = _parse_rule(raw, source, i)
             (selections if rule.rule_type == "selection" else transformations).append(rule)
         if not any(r.action in ("include", "explicit") for r in selections):
-            raise MappingError(f"{source}: no selection rule includes a table")
+            raise MappingError(source, "rules", UNSHOWN, "no selection rule includes a table "
+                               "(add a selection rule with rule-action include)")
         return cls(tuple(selections), tuple(transformations))
 
     def selects(self, schema: str, table: str) -> bool:
@@ -195,48 +220,120 @@ class TableMappings:
         return [self.plan(s, t) for s, t in tables if self.selects(s, t)]
 
 
-def _parse_rule(raw: Any, source: str) -> Rule:
+def _parse_rule(raw: Any, source: str, index: int) -> Rule:
+    at = f"rules[{index}]"
     if not isinstance(raw, dict):
-        raise MappingError(f"{source}: a rule is not an object: {raw!r}")
-    rule_id = str(raw.get("rule-id", "?"))
-    where = f"{source}: rule {rule_id!r}"
-    rule_type, action = raw.get("rule-type"), raw.get("rule-action")
-    locator = raw.get("object-locator")
-    if not isinstance(locator, dict) or "schema-name" not in locator:
-        raise MappingError(f"{where}: object-locator with schema-name is required")
+        raise MappingError(source, at, raw, "a rule: a JSON object")
+    rule_id = raw.get("rule-id", MISSING)
+    if type(rule_id) not in (str, int) or rule_id == "":
+        raise MappingError(source, f"{at}.rule-id", rule_id, "the rule's number (a string "
+                           "or number)")
+    at = f"{at} (rule-id {str(rule_id)!r})"
+
+    def fail(key: str, value: Any, allowed: str) -> MappingError:
+        return MappingError(source, f"{at}.{key}" if key else at, value, allowed)
+
+    _known(raw, _RULE_KEYS, fail, "rule")
+    for key in ("rule-name", "rule-type", "rule-action", "rule-target", "value", "expression",
+                "old-value"):
+        if raw.get(key) is not None and type(raw[key]) is not str:
+            raise fail(key, raw[key], "a string")
+    rule_type, action = raw.get("rule-type", MISSING), raw.get("rule-action", MISSING)
+    locator = raw.get("object-locator", MISSING)
+    if not isinstance(locator, dict):
+        raise fail("object-locator", locator, 'an object: {"schema-name": ..., '
+                   '"table-name": ...}')
+    _known(locator, _LOCATOR_KEYS, lambda k, v, a: fail(f"object-locator.{k}", v, a),
+           "object-locator")
+    for key in ("schema-name", "table-name", "column-name", "table-type"):
+        if key in locator and type(locator[key]) is not str:
+            raise fail(f"object-locator.{key}", locator[key], "a string")
+    if "schema-name" not in locator:
+        raise fail("object-locator.schema-name", MISSING, "the schema, % for any")
+    if locator.get("table-type", "table") != "table":
+        raise fail("object-locator.table-type", locator["table-type"], "table (the "
+                   "emitter replicates tables, not views)")
+    for unsupported in _UNSUPPORTED:
+        if raw.get(unsupported):
+            raise fail(unsupported, raw[unsupported], "not supported locally: leave it out")
+    if rule_type not in _RULE_TYPES:
+        raise fail("rule-type", rule_type, f"one of {', '.join(_RULE_TYPES)} (what the "
+                   "emitter implements)")
     if rule_type == "selection":
-        if action not in ("include", "exclude", "explicit"):
-            raise MappingError(f"{where}: selection rule-action {action!r} is not supported "
-                               "locally (include, exclude, explicit)")
-        for unsupported in ("filters", "load-order", "parallel-load"):
-            if raw.get(unsupported):
-                raise MappingError(f"{where}: {unsupported!r} is not supported locally")
-        return Rule(rule_id, "selection", action, str(locator["schema-name"]),
-                    str(locator.get("table-name", "%")))
-    if rule_type != "transformation":
-        raise MappingError(f"{where}: rule-type {rule_type!r} is not supported locally "
-                           "(selection, transformation)")
-    target = raw.get("rule-target")
-    if target not in _TARGETS or action not in _ACTIONS:
-        raise MappingError(f"{where}: transformation {action!r} on {target!r} is not "
-                           f"supported locally (actions {_ACTIONS} on {_TARGETS})")
+        if action not in _SELECTION_ACTIONS:
+            raise fail("rule-action", action, f"one of {', '.join(_SELECTION_ACTIONS)} "
+                       "(selection rules the emitter implements)")
+        return Rule(str(rule_id), "selection", action, locator["schema-name"],
+                    locator.get("table-name", "%"))
+    target = raw.get("rule-target", MISSING)
+    if target not in _TARGETS:
+        raise fail("rule-target", target, f"one of {', '.join(_TARGETS)}")
+    if action not in _ACTIONS:
+        raise fail("rule-action", action, f"one of {', '.join(_ACTIONS)} (transformations "
+                   "the emitter implements)")
     value, expression = raw.get("value"), raw.get("expression")
     if action in ("rename", "add-prefix", "add-suffix", "add-column") and not value:
-        raise MappingError(f"{where}: {action} needs a value")
+        raise fail("value", value if value is not None else MISSING, f"{action} needs a "
+                   "value: the new name, prefix or suffix")
     if action in ("add-column", "remove-column") and target != "column":
-        raise MappingError(f"{where}: {action} needs rule-target column")
-    if action == "add-column":
-        if not expression:
-            raise MappingError(f"{where}: add-column needs an expression")
-        if expression not in EXPRESSIONS and not _LITERAL.match(expression):
-            raise MappingError(f"{where}: expression {expression!r} is not supported "
-                               f"locally (supported: {', '.join(EXPRESSIONS)}, 'literal')")
+        raise fail("rule-target", target, f"column ({action} needs rule-target column)")
+    if action == "add-column" and expression not in EXPRESSIONS \
+            and not _LITERAL.match(expression or ""):
+        raise fail("expression", expression if expression is not None else MISSING,
+                   f"one of {', '.join(EXPRESSIONS)} or a quoted 'literal' (what the "
+                   "emitter implements)")
     column = locator.get("column-name")
     if target == "column" and action != "add-column" and not column:
-        raise MappingError(f"{where}: a column rule needs object-locator column-name")
-    return Rule(rule_id, "transformation", action, str(locator["schema-name"]),
-                str(locator.get("table-name", "%")), column, target, value,
+        raise fail("object-locator.column-name", MISSING, "the column(s) the rule "
+                   "applies to (% for any)")
+    return Rule(str(rule_id), "transformation", action, locator["schema-name"],
+                locator.get("table-name", "%"), column, target, value,
                 raw.get("old-value"), expression)
+
+
+def _known(raw: Mapping[str, Any], keys: tuple[str, ...], fail: Any, what: str) -> None:
+    for key, value in raw.items():
+        if key not in keys:
+            raise fail(key, value, f"not a key of a {what} (its keys: {', '.join(keys)})")
+
+
+def read_document(path: Path | str) -> dict[str, Any]:
+    """The table-mapping JSON of `path`, checked (a MappingError naming the file)."""
+    try:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MappingError(str(path), "", UNSHOWN, "cannot read the table mappings "
+                           f"({getattr(exc, 'strerror', None) or exc}); pipeline.toml "
+                           "[source] table_mappings names this file") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise MappingError(str(path), "", UNSHOWN, f"not JSON ({exc})") from None
+    TableMappings.parse(doc, str(path))
+    return doc
+
+
+def folder_conflicts(plans: Iterable[TablePlan]) -> list[str]:
+    """Selected tables DMS would mix: two written to one folder (S3 keys are
+    case-sensitive: the same folder exactly), or two whose names differ only in case,
+    which DMS does not support for a PostgreSQL source ("Replication of multiple tables
+    with the same name where each name has a different case ... AWS DMS doesn't support",
+    CHAP_Source.PostgreSQL limitations). One message per pair, naming both."""
+    out: list[str] = []
+    by_folder: dict[str, str] = {}
+    by_name: dict[str, str] = {}
+    for plan in plans:
+        other = by_folder.setdefault(plan.folder, plan.qualified)
+        if other != plan.qualified:
+            out.append(f"{other} and {plan.qualified} are both written to the folder "
+                       f"{plan.folder!r}: give one another target name with a "
+                       "table-mapping rename rule")
+        other = by_name.setdefault(plan.qualified.casefold(), plan.qualified)
+        if other != plan.qualified:
+            out.append(f"{other} and {plan.qualified} differ only in case, which AWS DMS "
+                       "does not replicate (CHAP_Source.PostgreSQL limitations): exclude "
+                       "one with a selection rule")
+    return out
 
 
 def default_mappings(schema: str, table: str, change_seq_column: str) -> dict[str, Any]:

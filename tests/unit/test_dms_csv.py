@@ -119,20 +119,6 @@ def test_layout_settings_follow_the_s3_target() -> None:
     assert layout(cdc_inserts_and_updates=True).cdc_op_column
 
 
-@pytest.mark.parametrize(("changes", "named"), [
-    ({"data_format": "orc"}, "data_format"),
-    ({"data_format": "parquet", "parquet_version": "parquet-3-0"}, "parquet_version"),
-    ({"data_format": "parquet", "encoding_type": "delta"}, "encoding_type"),
-    ({"data_format": "parquet", "row_group_length": -1}, "row_group_length"),
-    ({"cdc_inserts_only": True, "cdc_inserts_and_updates": True}, "cdc_inserts_only"),
-    ({"csv_null_value": 'a"b'}, "csv_null_value"),
-])
-def test_settings_not_implemented_or_invalid_fail_naming_them(changes: dict,
-                                                              named: str) -> None:
-    with pytest.raises(ValueError, match=named):
-        layout(**changes)
-
-
 def test_rfc4180_false_writes_values_as_they_are() -> None:
     fmt = layout(rfc4180=False)
     assert encode_line(["a,b", 'say "hi"', "", None], fmt) == 'a,b,say "hi",,\n'

@@ -72,10 +72,10 @@ def test_settings_reach_the_job_as_arguments() -> None:
 
 
 def test_unsafe_settings_are_refused() -> None:
-    with pytest.raises(ValueError, match="at least 24"):
-        MaintenanceSettings(orphan_file_age_hours=1)
+    with pytest.raises(ValueError, match="orphan_file_age_hours = 1: a number >= 24"):
+        MaintenanceSettings(orphan_file_age_hours=1).check()
     with pytest.raises(ValueError, match="retain_last_snapshots"):
-        MaintenanceSettings(retain_last_snapshots=0)
+        MaintenanceSettings.build({"retain_last_snapshots": 0}, "p.toml")
     with pytest.raises(ValueError, match="bounded_files"):
         GlueJobSettings("j", "s.py", "5.1", "G.1X", 2, "job-bookmark-enable", 1, 60,
-                        bounded_files=-1)
+                        bounded_files=-1).check()

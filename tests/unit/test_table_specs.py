@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from cdclab.settings import load_pipeline
+from cdclab.settings_check import SettingsError
 from cdclab.table_specs import (
     Layout,
     SourceTable,
@@ -113,18 +115,21 @@ def test_no_op_on_full_load_rows_is_refused() -> None:
 
 
 def test_derive_splits_a_text_column_in_its_place_and_checks_it() -> None:
-    over = TableOverrides.parse("x", {"derive": [{"column": "addr", "into": ["street", "rest"]}]})
+    over = TableOverrides.parse("s.x", {"derive": [{"column": "addr",
+                                                     "into": ["street", "rest"]}]})
     spec = build_spec(table([("a", PgType("int4")), ("addr", PgType("text")),
                              ("z", PgType("text"))], ["a"]), LAYOUT, over)
     assert [c["name"] for c in spec["silver_columns"]] == [
         "last_updated_ts", "a", "street", "rest", "z", "change_seq"]
     with pytest.raises(SpecError, match="not a column"):
         build_spec(table([("a", PgType("int4"))], ["a"]), LAYOUT, over)
-    with pytest.raises(SpecError, match="unknown keys"):
-        TableOverrides.parse("x", {"silver": "typo"})
-    with pytest.raises(SpecError, match="transform"):
-        TableOverrides.parse("x", {"derive": [{"column": "a", "into": ["b"],
-                                               "transform": "regexp"}]})
+    with pytest.raises(SettingsError, match=re.escape('tables."s.x".silver = "typo": not a '
+                                                      "key here (the keys: bronze_table")):
+        TableOverrides.parse("s.x", {"silver": "typo"})
+    with pytest.raises(SettingsError, match=re.escape(
+            'tables."s.x".derive[0].transform = "regexp": one of split')):
+        TableOverrides.parse("s.x", {"derive": [{"column": "a", "into": ["b"],
+                                                 "transform": "regexp"}]})
 
 
 def test_overrides_of_tables_the_mappings_do_not_select_are_reported() -> None:
