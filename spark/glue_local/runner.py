@@ -337,6 +337,7 @@ class Runner:
             state, error = "FAILED", f"{type(e).__name__}: {e}"
         finally:
             timer.cancel()
+            # its driver died: that is why it failed, whatever py4j said
             if state == "FAILED" and active.on_driver and not active.error:
                 active.error = self.driver.died_since(active.generation)
             if state == "FAILED" and active.error:
@@ -443,6 +444,9 @@ class Runner:
             }
             if not needs_spark(script.read_text(errors="replace")):
                 return self._run_process(spec, out, active)
+            # from here on a dead driver is the run's cause of failure (also while its
+            # settings are sorted out on the driver, before its process starts)
+            active.on_driver, active.generation = True, self.driver.generation
             session = self.driver.session()
             plan.conf, plan.driver_conf = self.driver.split_conf(session, plan.conf)
             if plan.driver_conf:
@@ -451,7 +455,7 @@ class Runner:
             with self.driver.use(plan.driver_conf, lambda: active.ended_by is not None) as session:
                 if active.ended_by:
                     return "FAILED", None
-                active.on_driver, active.generation = True, self.driver.generation
+                active.generation = self.driver.generation  # the driver it runs on
                 spec |= {"gateway": gateway_of(session), "conf": plan.conf}
                 return self._run_process(spec, out, active)
 

@@ -25,6 +25,7 @@ SLOW_SPARK_JOB = """
     import time
     from pyspark.sql import SparkSession
     spark = SparkSession.builder.getOrCreate()
+    print("submitting the slow Spark job", flush=True)
     spark.sparkContext.parallelize(range(2), 2).map(lambda x: time.sleep(600)).count()
 """
 QUICK_SPARK_JOB = """
@@ -51,7 +52,10 @@ def test_a_dead_driver_fails_its_runs_with_the_reason_and_the_next_run_gets_a_ne
     run_id = client.start_job_run(JobName="slow")["JobRunId"]
     wait_for(lambda: client.get_job_run(JobName="slow", RunId=run_id)["JobRun"]
              ["JobRunState"] == "RUNNING", what="the slow run to start")
-    time.sleep(3)  # its Spark job is submitted and sleeping in a task
+    log = server.ctx.runner.log_dir / f"{run_id}.log"
+    wait_for(lambda: log.exists() and "submitting the slow" in log.read_text(), timeout=120,
+             what="the run's Spark job")
+    time.sleep(1)  # its tasks are sleeping
     jvm = jvm_process(server.ctx.runner.driver.session())
     assert jvm is not None and driver_healthy(state_dir)
     os.kill(jvm.pid, signal.SIGKILL)  # as an OutOfMemoryError ends it: all at once
