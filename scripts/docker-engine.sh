@@ -52,10 +52,11 @@ if [[ -f "$DOCKERD_PID" ]] && kill -0 "$(cat "$DOCKERD_PID")" 2>/dev/null; then
 else
   say "starting dockerd (log: $DOCKERD_LOG)"
   # Port 9 on loopback is closed: any registry pull fails at once instead of hanging.
-  # The daemon outlives us: it must not inherit our callers' open lock files (fd 8:
-  # docker-setup's, fd 9: bootstrap's), or it would hold their flock for good.
-  HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 NO_PROXY=localhost,127.0.0.1 \
-    setsid nohup dockerd >>"$DOCKERD_LOG" 2>&1 </dev/null 8>&- 9>&- &
+  # The daemon outlives us: it keeps none of our callers' descriptors (scripts/detach.sh).
+  # shellcheck source=scripts/detach.sh
+  . "$ROOT/scripts/detach.sh"
+  detach env HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 \
+    NO_PROXY=localhost,127.0.0.1 nohup dockerd >>"$DOCKERD_LOG" 2>&1 </dev/null
   echo $! >"$DOCKERD_PID"
 fi
 for _ in $(seq 1 60); do
