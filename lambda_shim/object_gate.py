@@ -95,6 +95,11 @@ class CsvLayout:
     delimiter: str = ","
     quoting: bool = True
 
+    def __post_init__(self) -> None:
+        if len(self.delimiter) != 1 or self.delimiter in '"\r\n\0':
+            raise ValueError(f"CSV delimiter {self.delimiter!r}: the gate reads one "
+                             "character other than a quote, CR, LF or NUL")
+
 
 @dataclass(frozen=True)
 class Defect:
