@@ -16,7 +16,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lambda_shim.object_gate import (
-    PIECE,
     REASON_SUFFIX,
     S3_MAX_KEY_BYTES,
     BytesSource,
@@ -392,6 +391,3 @@ def test_the_1016_byte_key_gets_a_bounded_distinct_name() -> None:
     ta, tb = quarantine_key("quarantine", a), quarantine_key("quarantine", b)
     assert ta != tb and ta.endswith(".txt") and len((ta + REASON_SUFFIX).encode()) <= 1024
 
-
-def test_pieces_are_bounded() -> None:
-    assert PIECE <= 1 * MiB
