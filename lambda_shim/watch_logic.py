@@ -258,7 +258,7 @@ def forget_old(state: WatchState, horizon: timedelta = SEEN_HORIZON,
         for key in keys:
             if key <= floor:
                 obj = listed.get(key)
-                if obj is not None and mark is not None and obj.last_modified > mark:
+                if obj is not None and (mark is None or obj.last_modified > mark):
                     state.unmarked[key] = [state.seen[key], obj.last_modified.isoformat()]
                 del state.seen[key]
                 forgotten += 1
