@@ -6,6 +6,7 @@ a name from the future. The other objects get their run and nothing is lost."""
 from __future__ import annotations
 
 import json
+import random
 import zlib
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -39,6 +40,17 @@ def glue_api(empty_bronze, tmp_path: Path):
 def now_name(offset: float = 0.0, suffix: str = ".csv") -> str:
     at = datetime.now(UTC) + timedelta(seconds=offset)
     return f"{at:%Y%m%d-%H%M%S}{at.microsecond // 1000:03d}{suffix}"
+
+
+def sparse(total: int, every: int = 360, seed: int = 22) -> list[bytes]:
+    """Mostly one letter: ~120:1 under gzip -6, so 557 KB inflate to 66 MiB."""
+    rnd, out = random.Random(seed), []
+    for _ in range(0, total, MiB):
+        block = bytearray(b"x" * MiB)
+        for i in range(0, MiB, every):
+            block[i] = rnd.randrange(97, 123)
+        out.append(bytes(block))
+    return out
 
 
 def deflate(*parts: bytes, level: int = 9) -> bytes:
@@ -80,8 +92,8 @@ def test_a_long_key_a_bomb_and_a_huge_record_are_set_aside_and_the_rest_runs(
     body = {
         long_txt: b"hello\n",
         bomb: deflate(HEADER + b"I,1,", b"\0" * (256 * MiB)),  # ~255 KB -> 256 MB
-        # the first record 70 MiB, written fast (poorly compressed), cut at 557 KB
-        huge: deflate(HEADER + b"I,", b"x" * (70 * MiB), level=1)[:557_000],
+        # the first record 70 MiB, cut at 557 KB (which inflate to 66 MiB)
+        huge: deflate(HEADER + b"I,", *sparse(70 * MiB), level=6)[:557_000],
     }
     assert len(long_txt.encode()) == 1016 and len(body[bomb]) < 300_000
     watcher = None
