@@ -50,7 +50,9 @@ PARQUET_MAGIC = b"PAR1"
 SPOOL_IN_MEMORY = 8 * 1024 * 1024
 GLOB_CHARACTERS = frozenset("[]{}*?\\")
 REASON_SUFFIX = ".reason.json"  # beside each quarantined object: why, where, when
-S3_MAX_KEY_BYTES = 1024  # "The name for a key ... up to 1,024 bytes long" (UTF-8)
+# "a sequence of Unicode characters encoded in UTF-8, with a maximum length of 1,024
+# bytes" (Naming Amazon S3 objects); prefixes included
+S3_MAX_KEY_BYTES = 1024
 PIECE = 256 * 1024  # the most bytes the gate decodes or scans at once
 MiB = 1024 * 1024
 
