@@ -440,9 +440,14 @@ class _CsvScan:
             first = next(i for i, c in enumerate(counts) if c != width - 1)
         longest = min(self.limits.max_field_chars, self.limits.max_record_chars)
         if len(block) > longest:  # only with limits below a scanned piece
-            for i, line in enumerate(block.split("\n")[:first]):
-                if len(line) > longest:
-                    return pos + sum(len(x) + 1 for x in block.split("\n")[:i])
+            originals = block.split("\n")
+            at = next((i for i, line in enumerate(originals[:first]) if len(line) > longest),
+                      None)
+            if at is not None:  # the lines before it here, that one walked (its limits)
+                if at == 0:
+                    return pos
+                lines, first = lines[:at], None
+                end = pos + sum(map(len, originals[:at])) + at - 1
         if first is not None:
             raise self._width_bad(counts[first] + 1, self.record + first + 1,
                                   self.line + first)

@@ -142,6 +142,17 @@ def test_the_record_limit_holds_for_records_of_many_fields_under_the_field_limit
     assert "the record is over 1000 characters" in verdict.reason and verdict.record == 2
 
 
+@pytest.mark.parametrize("quoted", [False, True])
+def test_a_long_line_after_good_ones_is_named_by_its_record(quoted) -> None:
+    limits = Limits(max_field_chars=10, max_record_chars=100)
+    good = b'I,"a,b",c\n' if quoted else b"I,ab,c\n"
+    body = HEADER + good * 5 + b"I," + b"x" * 20 + b",c\n" + good
+    verdict = inspect(KEY, [body], limits=limits)
+    assert "field 2 is over 10 characters" in verdict.reason
+    assert (verdict.record, verdict.line) == (7, 7)
+    assert inspect(KEY, [HEADER + good * 50], limits=limits) is None
+
+
 # --- against Python's csv module: same records, same verdicts --------------------------
 def reference(text: str) -> tuple[str, int] | None:
     """What the gate did before (csv.reader, strict): None, or (kind, record)."""
