@@ -144,3 +144,20 @@ def test_the_pipelines_default_limits_are_the_gates_defaults(monkeypatch) -> Non
     for name, value in gate_limits(settings.load_pipeline().dms).items():
         monkeypatch.setenv(name, str(value))
     assert lambda_function.gate_limits() == Limits()
+
+
+def test_parquet_is_read_by_ranges_of_one_version(aws) -> None:
+    from tests.unit.test_gate_hostile import REAL
+
+    s3 = aws
+    good, bad = f"{PREFIX}/20261122-101500126.parquet", f"{PREFIX}/20261122-101500127.parquet"
+    s3.put_object(Bucket=BUCKET, Key=good, Body=REAL)
+    s3.put_object(Bucket=BUCKET, Key=bad, Body=REAL[:4] + b"\0" * 200 + REAL[204:])
+    out = lambda_function.lambda_handler(event(s3, good, bad), None)
+    assert out["JobRunId"] and [q["key"] for q in out["Quarantined"]] == [bad]
+    assert "not readable Parquet" in out["Quarantined"][0]["reason"]
+    # overwritten while it was read: S3 refuses the stale ranges, the invocation retries
+    source = lambda_function.S3Source(s3, BUCKET, good, len(REAL), '"stale"')
+    with pytest.raises(ClientError) as e:
+        b"".join(source.read(0, 8))
+    assert lambda_function.transient(e.value)
