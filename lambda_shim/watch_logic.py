@@ -306,6 +306,7 @@ def observe(state: WatchState, listed: Iterable[S3Object], now: float,
     for obj in listed:
         if state.seen.get(obj.key) == obj.etag:
             continue
+        # (no mark: a state from before deep listings, its floors' keys all handed on)
         if (deep and obj.key <= state.floors.get(table_folder(obj.key), "")
                 and (mark is None or obj.last_modified <= mark
                      or state.unmarked.get(obj.key, [None])[0] == obj.etag)):
@@ -327,6 +328,8 @@ def observe(state: WatchState, listed: Iterable[S3Object], now: float,
             newest = max(o.last_modified for o in listed) - DEEP_MARK_MARGIN
             if mark is None or newest > mark:
                 state.deep_mark = newest.isoformat()
+        elif mark is None:  # nothing exists, so nothing was forgotten: all later is new
+            state.deep_mark = datetime(1, 1, 1, tzinfo=UTC).isoformat()
         mark = datetime.fromisoformat(state.deep_mark) if state.deep_mark else None
         state.unmarked = {k: v for k, v in state.unmarked.items()
                           if mark is None or datetime.fromisoformat(v[1]) > mark}

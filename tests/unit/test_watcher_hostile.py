@@ -238,3 +238,32 @@ def test_a_failing_object_waits_its_back_off_and_the_wakeup_knows() -> None:
     assert logic.due(s, 10.0 + logic.backoff_seconds(1))
     restarted = logic.from_dict(logic.to_dict(s))
     assert logic.due(restarted, 10.0) and restarted.failing[bad.key]["failures"] == 1
+
+
+def test_a_key_landing_below_a_floor_is_found_by_the_next_deep_listing() -> None:
+    """From a bucket empty at start: the floor forms, then `t/0.csv` (sorting below it)
+    lands; full listings never see it, the next deep listing hands it on, once."""
+    s = logic.WatchState()
+    logic.observe(s, [], 0.0, deep=True)  # the first listing: nothing there yet
+    old, new = cdc(0), cdc(90)
+    logic.observe(s, [old, new], 1.0)
+    logic.record_accepted(s, 2.0, "jr_1", [old.key, new.key])
+    logic.record_run_ended(s, "jr_1", "SUCCEEDED", 3.0)
+    logic.observe(s, [old, new], 4.0, full_scan=True)
+    assert s.floors == {ROOT + "t": old.key}
+    stray = landed(ROOT + "t/0.csv", new.last_modified + timedelta(minutes=1))
+    present = [old, new, stray]
+    ranges = logic.listings(s, ROOT, full_scan=True)
+    assert not any(_in(stray.key, r) for r in ranges)  # below the floor
+    listed = [o for o in present if any(_in(o.key, r) for r in ranges)]
+    logic.observe(s, listed, 5.0, full_scan=True, ranges=ranges)
+    assert [o.key for o in logic.observe(s, present, 6.0, deep=True)] == [stray.key]
+    logic.record_accepted(s, 7.0, "jr_2", [stray.key])
+    assert logic.observe(s, present, 8.0, deep=True) == []  # not twice
+
+
+def test_a_state_from_before_deep_listings_does_not_replay_its_history() -> None:
+    s = logic.from_dict({"floors": {ROOT + "t": cdc(50).key}, "cursors": {ROOT + "t": cdc(120).key},
+                         "seen": {cdc(120).key: "e"}, "pending": []})
+    history = [cdc(m) for m in range(0, 60, 10)]
+    assert logic.observe(s, [*history, cdc(120)], 0.0, deep=True) == []
