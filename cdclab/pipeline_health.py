@@ -57,6 +57,20 @@ def assess_watcher(h: Health, now: float, state: Mapping[str, Any] | None) -> No
             h.problems.append(f"watcher: {len(pending)} object(s) waiting for a Glue run, the "
                               f"oldest for {oldest:.0f} s ({state.get('attempts', 0)} "
                               f"attempt(s){why})")
+    failing = state.get("failing") or {}
+    if failing:
+        h.facts["objects_failing"] = len(failing)
+    parked = state.get("parked") or {}
+    h.facts["objects_parked"] = len(parked)
+    if parked:
+        # the Lambda's on-failure destination, locally: the object is still in bronze,
+        # unchecked, and no event will name it again
+        key, newest = max(parked.items(), key=lambda kv: kv[1].get("parked_at") or 0)
+        h.problems.append(
+            f"watcher: {len(parked)} object(s) parked: the Lambda failed on each "
+            f"{newest.get('failures', '?')} times alone; newest {key[:200]}: "
+            f"{str(newest.get('error', ''))[:300]} (still in bronze: remove or overwrite it; "
+            "`cdclab quarantine` lists them)")
     flights = state.get("in_flight") or {}
     in_flight = [o for objs in flights.values() for o in objs]
     h.facts["objects_in_runs"] = len(in_flight)

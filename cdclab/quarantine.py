@@ -1,6 +1,8 @@
 """What was set aside, and why: objects the Lambda moved to the quarantine prefix (each
-with a `.reason.json`), and records the job put in its quarantine table (counted, with
-examples, in the runs' metrics). Nothing here deletes: the user decides."""
+with a `.reason.json`), objects the Lambda could not handle at all (parked by the
+watcher, still in bronze, with their error), and records the job put in its quarantine
+table (counted, with examples, in the runs' metrics). Nothing here deletes: the user
+decides."""
 
 from __future__ import annotations
 
@@ -44,9 +46,27 @@ def quarantined_records(runs: Sequence[Mapping[str, Any]] | None
     return count, examples
 
 
+def parked_objects(watcher: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The objects the watcher parked (its state file), newest first."""
+    parked = (watcher or {}).get("parked") or {}
+    return sorted((dict(v, key=v.get("key", k)) for k, v in parked.items()),
+                  key=lambda p: p.get("parked_at") or 0, reverse=True)
+
+
+def _watcher_state() -> Mapping[str, Any] | None:
+    try:
+        from cdclab import runtime
+
+        return runtime.current().service_state("watcher")
+    except Exception:  # no stack here: nothing parked to show
+        return None
+
+
 def summary(env: Mapping[str, str], limit: int = MAX_DETAILED,
-            runs: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
-    """`runs`: the job's recent runs if the caller has them (else they are asked for)."""
+            runs: Sequence[Mapping[str, Any]] | None = None,
+            watcher: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """`runs`: the job's recent runs if the caller has them (else they are asked for);
+    `watcher`: the watcher's state likewise."""
     from cdclab.pipeline_health import job_runs
     from cdclab.services.minio import s3_client
 
@@ -60,6 +80,7 @@ def summary(env: Mapping[str, str], limit: int = MAX_DETAILED,
         out["objects"], out["object_reasons"], out["error"] = None, [], f"{e}"
     out["records"], records = quarantined_records(job_runs(env) if runs is None else runs)
     out["record_examples"] = records[:limit]
+    out["parked"] = parked_objects(_watcher_state() if watcher is None else watcher)
     return out
 
 
@@ -70,6 +91,12 @@ def lines(s: Mapping[str, Any], detail: int) -> list[str]:
            f"in {s['table']}"]
     if s.get("error"):
         out.append(f"  cannot list the quarantine prefix: {s['error']}")
+    parked = s.get("parked") or []
+    if parked:
+        out.append(f"  {len(parked)} object(s) parked, not moved (the Lambda failed on each "
+                   "alone; still in bronze: remove or overwrite it):")
+    for p in parked[:max(detail, 1)]:
+        out.append(f"  parked {p.get('key')}: {p.get('error')} ({p.get('failures')} tries)")
     for r in s.get("object_reasons", [])[:detail]:
         where = f" (record {r['record']}, line {r['line']})" if r.get("record") else ""
         out.append(f"  {r.get('quarantined_at', '')} {r.get('key', r.get('quarantined_key'))}"

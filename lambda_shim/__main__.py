@@ -9,6 +9,8 @@ import os
 import signal
 import threading
 import time
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import boto3
 from botocore.config import Config
@@ -49,6 +51,20 @@ class TriggeredJobs:
         return [self.pipeline_job, *(n for n in self.tagged if n != self.pipeline_job)]
 
 
+def name_clock_margin(p: settings.PipelineSettings) -> timedelta:
+    """How far a CDC file's name may run ahead of its Last-Modified: the clocks' margin,
+    plus the zone's offset east of UTC when DatePartitionTimezone names the files (and
+    an hour for a daylight-saving change)."""
+    zone = p.dms.date_partition_timezone
+    if not (p.dms.date_partition_enabled and zone):
+        return watch_logic.NAME_CLOCK_MARGIN
+    try:
+        offset = datetime.now(UTC).astimezone(ZoneInfo(zone)).utcoffset() or timedelta()
+    except (KeyError, ValueError):  # the emitter refuses such a zone itself
+        offset = timedelta(hours=14)  # the easternmost offset there is
+    return watch_logic.NAME_CLOCK_MARGIN + max(offset, timedelta()) + timedelta(hours=1)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m lambda_shim", description=__doc__)
     ap.add_argument("--interval", type=float,
@@ -56,6 +72,8 @@ def main(argv: list[str] | None = None) -> None:
                     help=f"listing period in seconds (env {settings.ENV_WATCH_INTERVAL})")
     ap.add_argument("--full-scan-seconds", type=float, default=watch_logic.FULL_SCAN_SECONDS,
                     help="period of a full re-list that catches out-of-order names")
+    ap.add_argument("--deep-scan-seconds", type=float, default=watch_logic.DEEP_SCAN_SECONDS,
+                    help="period of a listing of the whole prefix, below the forgotten keys")
     ap.add_argument("--sweep-seconds", type=float, default=None,
                     help="backlog sweep period (default: [glue_job] backlog_sweep_minutes)")
     args = ap.parse_args(argv)
@@ -96,7 +114,8 @@ def main(argv: list[str] | None = None) -> None:
         handler, region=region, interval=args.interval,
         full_scan_seconds=args.full_scan_seconds, run_state=run_state,
         start_run=start_run, job_name=os.environ["GLUE_JOB_NAME"],
-        sweep_seconds=args.sweep_seconds,
+        sweep_seconds=args.sweep_seconds, deep_scan_seconds=args.deep_scan_seconds,
+        name_margin=name_clock_margin(p),
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

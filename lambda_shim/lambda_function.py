@@ -3,9 +3,15 @@ a run left input for later -> start the next run.
 
 Each new object is checked first (object_gate): one the job could not read (a `.gz` that
 is not gzip, a truncated file, a name Hadoop globs, a record with the wrong number of
-fields) would fail every later run, so it is moved to the quarantine prefix with a
-`.reason.json` beside it, and the job starts for the rest. Nothing is lost: the object
-is copied before it is deleted, and the reason names the key and the record.
+fields or past the gate's limits) would fail every later run, so it is moved to the
+quarantine prefix with a `.reason.json` beside it, and the job starts for the rest.
+Nothing is lost: the object is copied before it is deleted, and the reason names the key
+and the record. An object gone by the time it is read (quarantined by an earlier
+invocation, deleted) is forgotten. An object that cannot be handled (S3 refuses to copy
+it, say) fails the invocation with ObjectHandlingError naming it, so Lambda retries and,
+after its retries, hands the event to the function's on-failure destination; S3 sends
+one object per event, so no other object waits on it (the local watcher takes it out of
+its batch the same way).
 
 A run that leaves input for later (bounded execution) writes its job's backlog marker
 (BACKLOG_MARKER_PREFIX + job + BACKLOG_MARKER_SUFFIX). EventBridge invokes this handler
@@ -29,7 +35,8 @@ from urllib.parse import unquote_plus
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as BotoConnectionError
 
 try:  # in the repository
     from lambda_shim import eventbridge_events, object_gate
@@ -44,6 +51,16 @@ MARKER_CLOCK_MARGIN_S = 2.0  # S3's clock vs Glue's (the job's own margin)
 
 logger = logging.getLogger()
 logger.setLevel(logging.INFO)
+
+
+class ObjectHandlingError(RuntimeError):
+    """Objects this invocation could not handle, each with its error (`failures`); the
+    others were. Retryable, like any function error."""
+
+    def __init__(self, failures: dict[str, str]) -> None:
+        self.failures = failures
+        shown = "; ".join(f"{k}: {v}" for k, v in list(failures.items())[:3])
+        super().__init__(f"{len(failures)} object(s) could not be handled: {shown}")
 
 
 class GlueJobAlreadyRunning(RuntimeError):
@@ -67,10 +84,63 @@ def csv_layout() -> object_gate.CsvLayout:
     """The DMS endpoint's CSV settings, from the function's environment (cdclab deploy
     and the local watcher set them from pipeline.toml)."""
     env = os.environ
-    return object_gate.CsvLayout(
-        header=env.get("DMS_ADD_COLUMN_NAME", "true") == "true",
-        delimiter=env.get("DMS_CSV_DELIMITER", ","),
-        quoting=env.get("DMS_RFC4180", "true") == "true")
+    try:
+        return object_gate.CsvLayout(
+            header=env.get("DMS_ADD_COLUMN_NAME", "true") == "true",
+            delimiter=env.get("DMS_CSV_DELIMITER", ","),
+            quoting=env.get("DMS_RFC4180", "true") == "true")
+    except ValueError as e:
+        raise ValueError(f"DMS_CSV_DELIMITER: {e}") from e
+
+
+GATE_LIMITS = {  # environment variable -> object_gate.Limits field (function_env.py)
+    "GATE_MAX_FIELD_CHARS": "max_field_chars",
+    "GATE_MAX_RECORD_CHARS": "max_record_chars",
+    "GATE_MAX_COLUMNS": "max_columns",
+    "GATE_MAX_OBJECT_BYTES": "max_object_bytes",
+    "GATE_MAX_PARQUET_FOOTER_BYTES": "max_parquet_footer_bytes",
+    "GATE_MAX_ROW_GROUP_ROWS": "max_row_group_rows",
+    "GATE_MAX_PARQUET_READ_BYTES": "max_parquet_read_bytes",
+}
+
+
+def gate_limits() -> object_gate.Limits:
+    """The gate's limits from the function's environment (unset: the defaults, which are
+    DMS's own defaults worked out)."""
+    values = {}
+    for name, field in GATE_LIMITS.items():
+        raw = os.environ.get(name)
+        if raw is None or raw == "":
+            continue
+        try:
+            values[field] = int(raw)
+        except ValueError:
+            values[field] = 0
+        if values[field] <= 0:
+            raise ValueError(f"{name}={raw!r}: the object gate's limit must be a whole "
+                             "number above 0")
+    return object_gate.Limits(**values)
+
+
+def missing(e: Exception) -> bool:
+    """HeadObject answers a missing key with a bare 404, GetObject with NoSuchKey."""
+    return isinstance(e, ClientError) and e.response.get("Error", {}).get("Code") in (
+        "404", "NoSuchKey", "NotFound")
+
+
+TRANSIENT_CODES = frozenset({"SlowDown", "Throttling", "ThrottlingException", "RequestTimeout",
+                             "InternalError", "ServiceUnavailable", "PreconditionFailed"})
+
+
+def transient(e: Exception) -> bool:
+    """S3 unreachable, slow or busy, or the object changed while it was read: nothing to
+    hold against the object, the whole invocation is retried."""
+    if isinstance(e, (BotoConnectionError, HTTPClientError)):
+        return True
+    if isinstance(e, ClientError):
+        status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
+        return status >= 500 or e.response.get("Error", {}).get("Code") in TRANSIENT_CODES
+    return isinstance(e, BotoCoreError) and "Incomplete" in type(e).__name__
 
 
 def s3_client():
@@ -78,28 +148,59 @@ def s3_client():
     return boto3.client("s3", config=Config(s3={"addressing_style": "path"}))
 
 
-def check_object(s3, bucket: str, key: str,
-                 layout: object_gate.CsvLayout) -> tuple[str, object_gate.Defect | None]:
-    """("gone" | "hidden" | "good" | "bad", defect) for one object, read as a stream."""
+class S3Source(object_gate.Source):
+    """One version of an object (its ETag), read by ranges: a CSV in one GET, a Parquet
+    file's footer, pages and row groups each in their own (never spooled to /tmp)."""
+
+    def __init__(self, s3, bucket: str, key: str, size: int, etag: str) -> None:
+        self.s3, self.bucket, self.key, self.size, self.etag = s3, bucket, key, size, etag
+
+    def read(self, start: int, end: int):
+        end = min(end, self.size)
+        if end <= start:
+            return
+        body = self.s3.get_object(Bucket=self.bucket, Key=self.key, IfMatch=self.etag,
+                                  Range=f"bytes={start}-{end - 1}")["Body"]
+        with body:
+            yield from body.iter_chunks(READ_CHUNK)
+
+
+def check_object(s3, bucket: str, key: str, layout: object_gate.CsvLayout,
+                 limits: object_gate.Limits | None = None
+                 ) -> tuple[str, object_gate.Defect | None]:
+    """("gone" | "hidden" | "good" | "bad", defect) for one object, read as a stream. Gone:
+    quarantined by an earlier invocation, or removed, before or while it was read."""
     if object_gate.is_hidden(key):
         return "hidden", None
     defect = object_gate.key_defect(key)
     if defect is None:
         try:
-            body = s3.get_object(Bucket=bucket, Key=key)["Body"]
-        except s3.exceptions.NoSuchKey:
-            return "gone", None  # quarantined (or removed) by an earlier invocation
-        with body:
-            defect = object_gate.content_defect(key, body.iter_chunks(READ_CHUNK), layout)
+            head = s3.head_object(Bucket=bucket, Key=key)
+            source = S3Source(s3, bucket, key, int(head["ContentLength"]), head["ETag"])
+            defect = object_gate.content_defect(key, source, layout,
+                                                limits or object_gate.Limits())
+        except ClientError as e:
+            if missing(e):
+                return "gone", None
+            raise
     return ("bad", defect) if defect else ("good", None)
 
 
 def quarantine(s3, bucket: str, key: str, defect: object_gate.Defect, prefix: str,
-               request_id: str) -> str:
-    """Copy, write the reason, then delete: the object is never only half moved."""
+               request_id: str) -> str | None:
+    """Copy, write the reason, then delete: the object is never only half moved. Returns
+    where it went; None when it is gone already (a key-defect object is never read
+    before, so this is where a removed one shows). The target name stays under S3's
+    key limit, whatever the key (object_gate.quarantine_key)."""
     target = object_gate.quarantine_key(prefix, key)
-    head = s3.head_object(Bucket=bucket, Key=key)
-    s3.copy({"Bucket": bucket, "Key": key}, bucket, target)  # multipart above 5 GB
+    try:
+        head = s3.head_object(Bucket=bucket, Key=key)
+        s3.copy({"Bucket": bucket, "Key": key}, bucket, target,  # multipart above 5 GB
+                ExtraArgs={"CopySourceIfMatch": head["ETag"]})
+    except ClientError as e:
+        if missing(e):
+            return None
+        raise
     reason = {"bucket": bucket, "key": key, "quarantined_key": target,
               "size": head["ContentLength"], "etag": head["ETag"].strip('"'),
               "reason": defect.reason, "record": defect.record, "line": defect.line,
@@ -220,21 +321,38 @@ def lambda_handler(event, context):
     refs = object_refs(event)
     keys = [key for _, key in refs]
     logger.info("%d new object(s) for Glue job(s) %s: %s", len(keys), names, keys)
-    s3, layout = s3_client(), csv_layout()
-    good, quarantined = [], []
+    s3, layout, limits = s3_client(), csv_layout(), gate_limits()
+    good, quarantined, gone, failed = [], [], [], {}
     for bucket, key in refs:
-        verdict, defect = check_object(s3, bucket, key, layout)
-        if verdict == "bad":
-            target = quarantine(s3, bucket, key, defect, prefix, request_id)
-            logger.warning("QUARANTINED s3://%s/%s -> %s: %s", bucket, key, target,
-                           defect.describe())
-            quarantined.append({"key": key, "reason": defect.describe()})
+        try:
+            verdict, defect = check_object(s3, bucket, key, layout, limits)
+            if verdict == "bad":
+                target = quarantine(s3, bucket, key, defect, prefix, request_id)
+                if target is None:
+                    verdict = "gone"
+                else:
+                    logger.warning("QUARANTINED s3://%s/%s -> %s: %s", bucket, key, target,
+                                   defect.describe())
+                    quarantined.append({"key": key, "reason": defect.describe()})
+        except Exception as e:
+            if transient(e):
+                raise  # S3's trouble, not the object's: the whole invocation is retried
+            logger.error("could not handle s3://%s/%s: %s: %s", bucket, key,
+                         type(e).__name__, e)
+            failed[key] = f"{type(e).__name__}: {e}"[:500]
+            continue
+        if verdict == "gone":
+            logger.info("s3://%s/%s is gone (quarantined or removed): nothing to do", bucket,
+                        key)
+            gone.append(key)
         elif verdict == "good":
             good.append(key)
+    if failed:  # no run: it would read what could not be checked or moved
+        raise ObjectHandlingError(failed)
     if not good:
         logger.info("no readable new object: no Glue run started")
         return {"JobName": job_name, "JobRunId": None, "Keys": keys,
-                "Quarantined": quarantined, "JobRuns": {}}
+                "Quarantined": quarantined, "Gone": gone, "JobRuns": {}}
     glue = boto3.client("glue")
     runs: dict[str, str] = {}
     busy: list[str] = []
@@ -254,4 +372,4 @@ def lambda_handler(event, context):
             f"Glue job(s) {busy} already have a run going; retry so a later run picks up "
             f"{len(good)} object(s)")
     return {"JobName": job_name, "JobRunId": runs[job_name], "Keys": keys,
-            "Quarantined": quarantined, "JobRuns": runs}
+            "Quarantined": quarantined, "Gone": gone, "JobRuns": runs}

@@ -4,8 +4,11 @@ accepted; hand it the "Glue Job State Change" of each run it started that SUCCEE
 the backlog sweep's "Scheduled Event" on its schedule.
 
 Decisions live in watch_logic (pure); this module only lists, invokes and persists.
-State (cursors, seen, pending) is written under $CDCLAB_STATE_DIR/watcher/ before and
-after every invocation, so a restart replays pending events instead of skipping them.
+State (cursors, seen, pending, parked) is written under $CDCLAB_STATE_DIR/watcher/ before
+and after every invocation, so a restart replays pending events instead of skipping
+them. The handler's answer says which objects were gone (forgotten); an
+ObjectHandlingError names the objects it could not handle (taken out of the batch, tried
+alone, parked after MAX_OBJECT_FAILURES); any other error retries the whole event.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC
+from datetime import UTC, timedelta
 from pathlib import Path
 
 from cdclab.atomic import write_json
@@ -106,8 +109,11 @@ class Watcher:
                  full_scan_seconds: float = logic.FULL_SCAN_SECONDS,
                  run_state: RunStateLookup | None = None,
                  start_run: StartRun | None = None, job_name: str = "",
-                 sweep_seconds: float = 0.0) -> None:
+                 sweep_seconds: float = 0.0,
+                 deep_scan_seconds: float = logic.DEEP_SCAN_SECONDS,
+                 name_margin: timedelta = logic.NAME_CLOCK_MARGIN) -> None:
         self.s3, self.bucket, self.prefix = s3, bucket, prefix
+        self.deep_scan_seconds, self.name_margin = deep_scan_seconds, name_margin
         self.run_state, self.start_run, self.job_name = run_state, start_run, job_name
         self.sweep_seconds = sweep_seconds
         self.state_file, self.handler, self.region = state_file, handler, region
@@ -117,16 +123,19 @@ class Watcher:
 
     def poll_once(self) -> None:
         now = time.time()
-        full = logic.full_scan_due(self.state, now, self.full_scan_seconds)
+        deep = logic.deep_scan_due(self.state, now, self.deep_scan_seconds)
+        full = deep or logic.full_scan_due(self.state, now, self.full_scan_seconds)
+        ranges = logic.listings(self.state, self.prefix, full, deep)
         listed: dict[str, S3Object] = {}
         try:
-            for prefix, after, stop in logic.listings(self.state, self.prefix, full):
+            for prefix, after, stop in ranges:
                 for obj in list_objects(self.s3, self.bucket, prefix, after, stop):
                     listed[obj.key] = obj
         except Exception as e:  # S3 down or bucket missing: say so, keep polling
             log.warning("listing s3://%s/%s failed: %s", self.bucket, self.prefix, e)
             return
-        new = logic.observe(self.state, listed.values(), now, full)
+        new = logic.observe(self.state, listed.values(), now, full, self.name_margin,
+                            deep=deep, ranges=ranges)
         if new:
             log.info("%d new object(s): %s", len(new), [o.key for o in new][:10])
         if new or full:
@@ -159,16 +168,34 @@ class Watcher:
                 self.job_name, run_id, logic.RUN_SUCCEEDED, region=self.region,
                 account=LOCAL_ACCOUNT), f"run {run_id} SUCCEEDED", run_id)
             return
-        objs = logic.batch(self.state)
+        objs = logic.batch(self.state, now=time.time())
+        if not objs:
+            return  # the only pending objects wait out their own back-off
         keys = [o.key for o in objs]
-        # never drop the event: raised, it stays pending, backing off
-        done, result = self._attempt(f"handler for {len(self.state.pending)} pending "
-                                     "object(s)", lambda: self.handler(
-                                         s3_event(objs, region=self.region), LambdaContext()))
-        if done:
-            run_id = result.get("JobRunId") if isinstance(result, dict) else None
-            log.info("handler accepted %d object(s): run %s", len(self.state.pending), run_id)
-            logic.record_accepted(self.state, time.time(), run_id, keys)
+        try:
+            result = self.handler(s3_event(objs, region=self.region), LambdaContext())
+        except Exception as e:
+            failures = getattr(e, "failures", None)
+            if isinstance(failures, dict) and failures:  # ObjectHandlingError
+                parked = logic.record_object_failures(self.state, time.time(), failures)
+                log.warning("handler could not handle %d object(s) (tried alone next, "
+                            "backing off): %s", len(failures), e)
+                for key in parked:
+                    log.error("PARKED s3://%s/%s after %d failures: %s (it stays in bronze; "
+                              "remove or overwrite it to clear this)", self.bucket, key,
+                              logic.MAX_OBJECT_FAILURES, self.state.parked[key]["error"])
+            else:  # never drop the event: it stays pending, backing off
+                at = logic.record_rejected(self.state, time.time(), f"{type(e).__name__}: {e}")
+                log.info("handler for %d object(s) failed, retry in %.1fs: %s", len(objs),
+                         at - time.time(), e)
+            save_state(self.state_file, self.state)
+            return
+        result = result if isinstance(result, dict) else {}
+        run_id, gone = result.get("JobRunId"), result.get("Gone") or []
+        log.info("handler accepted %d object(s): run %s%s", len(objs), run_id,
+                 f"; {len(gone)} gone, forgotten" if gone else "")
+        logic.record_accepted(self.state, time.time(), run_id, keys, announced=keys,
+                              gone=gone)
         save_state(self.state_file, self.state)
 
     def _attempt(self, what: str, call: Callable[[], object]) -> tuple[bool, object]:

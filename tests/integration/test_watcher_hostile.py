@@ -1,0 +1,180 @@
+"""The watcher process and the real Lambda handler on a real MinIO, fed what an attacker
+writes under the DMS folder with the emitter's keys: a 1016-byte `.txt` key, a gzip bomb,
+a truncated `.csv.gz` whose first record is huge, an object deleted after it was listed,
+a name from the future. The other objects get their run and nothing is lost."""
+
+from __future__ import annotations
+
+import json
+import random
+import zlib
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from cdclab import settings
+from cdclab.services.base import StackContext
+from cdclab.services.glue_api import GlueApiService
+from cdclab.services.watcher import WatcherService
+from tests.integration.test_watcher import JOB, glue_with_job, read_state, runs, wait_for
+from tests.resources.launch import launch
+
+pytestmark = pytest.mark.integration
+
+MiB = 1024 * 1024
+HEADER = b"Op,id\n"
+
+
+@pytest.fixture()
+def glue_api(empty_bronze, tmp_path: Path):
+    """The local Glue API (no Spark) beside the test's MinIO (as in test_watcher)."""
+    ctx = StackContext(state_dir=tmp_path / "state", env=dict(empty_bronze["env"]))
+    running = launch(GlueApiService(warm=False), ctx, mounts=(tmp_path,))
+    try:
+        yield ctx
+    finally:
+        running.stop()
+
+
+def now_name(offset: float = 0.0, suffix: str = ".csv") -> str:
+    at = datetime.now(UTC) + timedelta(seconds=offset)
+    return f"{at:%Y%m%d-%H%M%S}{at.microsecond // 1000:03d}{suffix}"
+
+
+def sparse(total: int, every: int = 360, seed: int = 22) -> list[bytes]:
+    """Mostly one letter: ~120:1 under gzip -6, so 557 KB inflate to 66 MiB."""
+    rnd, out = random.Random(seed), []
+    for _ in range(0, total, MiB):
+        block = bytearray(b"x" * MiB)
+        for i in range(0, MiB, every):
+            block[i] = rnd.randrange(97, 123)
+        out.append(bytes(block))
+    return out
+
+
+def deflate(*parts: bytes, level: int = 9) -> bytes:
+    c = zlib.compressobj(level, zlib.DEFLATED, 31)
+    return b"".join(c.compress(p) for p in parts) + c.flush()
+
+
+def put(s3, bucket: str, key: str, body: bytes) -> datetime:
+    s3.put_object(Bucket=bucket, Key=key, Body=body)
+    return datetime.now(UTC)
+
+
+def covered_after(glue, job: str, at: datetime) -> bool:
+    return any(r["StartedOn"] >= at and r["JobRunState"] in ("RUNNING", "SUCCEEDED")
+               for r in runs(glue, job))
+
+
+def reasons(s3, bucket: str, prefix: str) -> dict[str, dict]:
+    """The quarantine's reason files, by the original key."""
+    out = {}
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for o in page.get("Contents", []):
+            if o["Key"].endswith(".reason.json"):
+                r = json.loads(s3.get_object(Bucket=bucket, Key=o["Key"])["Body"].read())
+                out[r["key"]] = r
+    return out
+
+
+def test_a_long_key_a_bomb_and_a_huge_record_are_set_aside_and_the_rest_runs(
+        empty_bronze, glue_api, tmp_path: Path) -> None:
+    p = settings.load_pipeline()
+    bucket, prefix, job = p.lake.bronze_bucket, p.bronze_prefix, p.glue_job.name
+    s3, ctx = empty_bronze["s3"], glue_api
+    folder = prefix + "/" + "/".join(["f" * 250] * 3) + "/"
+    long_txt = folder + "x" * (1016 - len(folder) - 4) + ".txt"
+    bomb = f"{prefix}/{now_name(-3, '.csv.gz')}"
+    huge = f"{prefix}/{now_name(-2, '.csv.gz')}"
+    good = f"{prefix}/{now_name(-1)}"
+    body = {
+        long_txt: b"hello\n",
+        bomb: deflate(HEADER + b"I,1,", b"\0" * (256 * MiB)),  # ~255 KB -> 256 MB
+        # the first record 70 MiB, cut at 557 KB (which inflate to 66 MiB)
+        huge: deflate(HEADER + b"I,", *sparse(70 * MiB), level=6)[:557_000],
+    }
+    assert len(long_txt.encode()) == 1016 and len(body[bomb]) < 300_000
+    watcher = None
+    try:
+        glue = glue_with_job(ctx, job, tmp_path / "job.py", JOB)
+        for key, data in body.items():
+            put(s3, bucket, key, data)
+        landed = put(s3, bucket, good, HEADER + b"I,1\n")
+        watcher = launch(WatcherService(interval=0.2, full_scan_seconds=3), ctx,
+                         mounts=(tmp_path,))
+        wait_for(lambda: covered_after(glue, job, landed), 60, "a run for the good object")
+        qp = p.lake.quarantine_prefix + "/"
+        found = wait_for(lambda: (r := reasons(s3, bucket, qp)) and set(body) <= set(r)
+                         and r, 60, "the three objects quarantined with their reasons")
+        assert "not a DMS file" in found[long_txt]["reason"]
+        assert len(found[long_txt]["quarantined_key"].encode()) <= 1024 - len(".reason.json")
+        assert "NUL" in found[bomb]["reason"] and found[bomb]["record"] == 2
+        assert "field 2 is over" in found[huge]["reason"] and found[huge]["record"] == 2
+        for key, data in body.items():  # nothing lost: every byte kept
+            moved = found[key]["quarantined_key"]
+            assert s3.get_object(Bucket=bucket, Key=moved)["Body"].read() == data
+        left = {o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix=prefix + "/")
+                .get("Contents", [])}
+        assert left == {good}
+        wait_for(lambda: not read_state(ctx)["pending"], 30, "nothing pending")
+        assert not read_state(ctx).get("parked")
+    finally:
+        if watcher is not None:
+            watcher.stop()
+
+
+def test_an_object_deleted_after_it_was_listed_is_forgotten(empty_bronze, glue_api,
+                                                            tmp_path: Path) -> None:
+    p = settings.load_pipeline()
+    bucket, prefix, job = p.lake.bronze_bucket, p.bronze_prefix, p.glue_job.name
+    s3, ctx = empty_bronze["s3"], glue_api
+    watcher = None
+    try:
+        glue = glue_with_job(ctx, job, tmp_path / "job.py", JOB)
+        glue.start_job_run(JobName=job, Arguments={"--sleep": "8"})  # holds the only slot
+        watcher = launch(WatcherService(interval=0.2, full_scan_seconds=3), ctx,
+                         mounts=(tmp_path,))
+        kept, deleted = f"{prefix}/{now_name(-1)}", f"{prefix}/{now_name()}"
+        landed = put(s3, bucket, kept, HEADER + b"I,1\n")
+        put(s3, bucket, deleted, HEADER + b"I,2\n")
+        # listed, announced, refused while the slot is held: both wait, pending
+        wait_for(lambda: {kept, deleted} <= {o["key"] for o in read_state(ctx)["pending"]}
+                 and read_state(ctx).get("attempts", 0) >= 1, 20, "both objects pending")
+        s3.delete_object(Bucket=bucket, Key=deleted)
+        wait_for(lambda: covered_after(glue, job, landed), 60, "a run for the other object")
+        wait_for(lambda: not read_state(ctx)["pending"], 30, "nothing pending")
+        state = read_state(ctx)
+        assert deleted not in state.get("parked", {}) and not state.get("failing")
+    finally:
+        if watcher is not None:
+            watcher.stop()
+
+
+def test_a_future_named_object_pins_no_cursor(empty_bronze, glue_api, tmp_path: Path) -> None:
+    """With full listings two minutes apart, a new file after a stray future name (gone
+    or not) is found by the next incremental listing."""
+    p = settings.load_pipeline()
+    bucket, prefix, job = p.lake.bronze_bucket, p.bronze_prefix, p.glue_job.name
+    s3, ctx = empty_bronze["s3"], glue_api
+    future = f"{prefix}/20991231-235959999.csv"
+    watcher = None
+    try:
+        glue = glue_with_job(ctx, job, tmp_path / "job.py", JOB)
+        put(s3, bucket, future, HEADER + b"I,1\n")
+        landed = put(s3, bucket, f"{prefix}/{now_name()}", HEADER + b"I,2\n")
+        watcher = launch(WatcherService(interval=0.2, full_scan_seconds=120), ctx,
+                         mounts=(tmp_path,))
+        wait_for(lambda: covered_after(glue, job, landed), 60, "a run for both")
+        wait_for(lambda: not read_state(ctx)["pending"], 30, "nothing pending")
+        assert future not in read_state(ctx)["cursors"].values()
+        wait_for(lambda: all(r["JobRunState"] == "SUCCEEDED" for r in runs(glue, job)), 30,
+                 "the run to end")
+        s3.delete_object(Bucket=bucket, Key=future)
+        later = put(s3, bucket, f"{prefix}/{now_name()}", HEADER + b"I,3\n")
+        wait_for(lambda: covered_after(glue, job, later), 20,
+                 "a run for the new file, well before the next full listing")
+    finally:
+        if watcher is not None:
+            watcher.stop()
