@@ -733,24 +733,28 @@ def clear_backlog_marker(marker: str, per_table: dict[str, dict], started_ms: in
 # object stays in bronze. docs/operations.md ("When an object fails every run").
 GUARD_VERSION = 1
 GUARD_SKIPS_KEPT = 50
-# Errors of a run that say nothing about its input: the service restarted, a server it
-# needs was unreachable, it was stopped. Such a failure is not counted against the files.
-NOT_INPUT_ERRORS = (
-    "process stopped while this run", "was shut down during this run", "Connection refused",
-    "ConnectException", "Unable to execute HTTP request", "UnknownHostException",
-    "Could not connect to the endpoint", "EndpointConnectionError", "SocketTimeoutException",
-    "Service Unavailable", "SlowDown", "ThrottlingException", "Run stopped by",
+# What a run's input does to it, as its errors say: the driver died (an OutOfMemoryError
+# ends it) or ran out of memory, a file could not be read or parsed. Anything else (a
+# catalog or S3 outage, a restart, a stop, a bug) is not counted against the files: an
+# outage must never make the guard skip a good object. Where the job caught the error
+# itself it records the whole text (a Py4JJavaError's first line names no cause).
+INPUT_ERRORS = (
+    "Spark driver (JVM) died", "OutOfMemoryError", "Java heap space",
+    "GC overhead limit exceeded", "FAILED_READ_FILE", "Encountered error while reading file",
+    "EOFException", "Unexpected end of input stream", "Not in GZIP format", "ZipException",
+    "MalformedInputException", "CharacterCodingException", "TextParsingException",
+    "ParquetDecodingException", "is not a Parquet file", "Malformed records",
 )
 
 
 def input_failure(state: str | None, error: str | None) -> bool:
     """Did a run that never cleared its inflight fail because of what it read? A TIMEOUT
-    or a FAILED run counts, unless its error names a cause outside its input."""
+    does (a read that never ends), and a failure whose error says so (INPUT_ERRORS)."""
     if state == "TIMEOUT":
         return True
     if state not in ("FAILED", "ERROR"):
         return False  # SUCCEEDED (its clean-up failed), STOPPED, or still going
-    return not any(s in (error or "") for s in NOT_INPUT_ERRORS)
+    return any(s in (error or "") for s in INPUT_ERRORS)
 
 
 def note_failure(guard: dict, inflight: dict) -> dict:
@@ -793,8 +797,11 @@ def note_success(guard: dict, read: dict[str, list[str]], skipped: list[dict]) -
     skipped stays on probation until a run reads some of its files and succeeds."""
     tables = {}
     for table, entry in (guard.get("tables") or {}).items():
-        left = sorted(set(entry.get("suspects") or []) - set(read.get(table, [])))
-        if left:
+        suspects, read_now = set(entry.get("suspects") or []), set(read.get(table, []))
+        left = sorted(suspects - read_now)
+        # a read of the table that took none of its suspects (they are gone, or were
+        # committed by another run) ends the search: kept, they would cap every run
+        if left and (table not in read or read_now & suspects):
             tables[table] = {"suspects": left, "failures": []}
     skipped_tables = {s["table"] for s in skipped}
     probation = sorted((set(guard.get("probation") or []) | skipped_tables)
@@ -839,7 +846,8 @@ class InputGuard:
         inflight = self.doc.get("inflight")
         if not inflight or inflight.get("run_id") == self.run_id:
             return
-        state, error = self._run_outcome(inflight["run_id"])
+        recorded = inflight.get("error")  # the run caught it itself: its whole text
+        state, error = ("FAILED", recorded) if recorded else self._run_outcome(inflight["run_id"])
         if input_failure(state, error):
             log(f"run {inflight['run_id']} did not finish reading {inflight['table']} "
                 f"({len(inflight.get('files') or [])} files): {state} {error or ''}".rstrip())
@@ -884,6 +892,16 @@ class InputGuard:
             self._write({**self.doc, "inflight": {
                 "run_id": self.run_id, "table": table, "files": sorted(files),
                 "written_at": int(time.time() * 1000)}})
+
+    def failed(self, table: str, error: BaseException) -> None:
+        """The table's processing raised: its whole text (a Java stack trace within),
+        so the next run knows whether the input made it fail."""
+        inflight = {"run_id": self.run_id, "table": table,
+                    "files": sorted(self.read.get(table, [])),
+                    "error": f"{type(error).__name__}: {error}"[:4000],
+                    "written_at": int(time.time() * 1000)}
+        if inflight["files"]:
+            self._write({**self.doc, "inflight": inflight})
 
     def skipping(self, table: str, file: str) -> dict:
         entry = self.doc["tables"][table]
@@ -996,9 +1014,15 @@ def main() -> None:
         else:
             if guard:
                 guard.reading(spec["name"], files)
-            table_metrics = run(spark, bronze, spec, run_id, compact_after)
-        table_metrics["backlog"] = input_left(spark, bronze, table_metrics, bounded_files,
-                                              bounded_size) or cap is not None
+            try:
+                table_metrics = run(spark, bronze, spec, run_id, compact_after)
+            except Exception as e:
+                if guard:
+                    guard.failed(spec["name"], e)
+                raise
+        # the guard's cap is this read's boundedFiles: input waits if it read as many
+        table_metrics["backlog"] = input_left(spark, bronze, table_metrics,
+                                              cap or bounded_files, 0 if cap else bounded_size)
         table_metrics["maintenance"] = upkeep(spark, spec, plan, table_metrics["backlog"])
         per_table[spec["name"]] = table_metrics
     metrics = {"job": args["JOB_NAME"], **summarize(run_id, per_table),

@@ -25,17 +25,20 @@ _spec.loader.exec_module(job)
 def test_what_counts_against_the_input():
     assert job.input_failure("FAILED", "The Spark driver (JVM) died during this run: "
                              "java.lang.OutOfMemoryError (SparkExitCode.OOM)")
-    assert job.input_failure("FAILED", "Py4JJavaError: java.io.EOFException: Unexpected end")
+    assert job.input_failure("FAILED", "Py4JJavaError: An error occurred while calling "
+                             "o93.collectToPython.\n: org.apache.spark.SparkException: Job "
+                             "aborted ... java.io.EOFException: Unexpected end of input stream")
     assert job.input_failure("TIMEOUT", "Run exceeded its Timeout of 60 minutes")
-    assert job.input_failure("FAILED", None)
     for error in ("The local Glue API process stopped while this run was RUNNING; the run "
                   "did not finish (restart of glue_local)",
                   "The local Glue API was shut down during this run",
-                  "java.net.ConnectException: Connection refused",
-                  "SdkClientException: Unable to execute HTTP request: minio"):
+                  "Py4JJavaError: An error occurred while calling o935.collectToPython.",
+                  "Py4JJavaError: ... org.apache.iceberg.exceptions.RESTException: Error "
+                  "occurred while processing GET request: Connection refused",
+                  "SdkClientException: Unable to execute HTTP request: minio", None):
         assert not job.input_failure("FAILED", error), error
     for state in ("SUCCEEDED", "STOPPED", "RUNNING", None):
-        assert not job.input_failure(state, "anything")
+        assert not job.input_failure(state, "java.io.EOFException")
 
 
 def inflight(run_id: str, files: list[str], table: str = "public.t") -> dict:
@@ -122,3 +125,35 @@ def test_a_poison_object_is_skipped_within_a_few_runs_and_nothing_else_is(case):
     assert skipped == ([] if poison is None else [names[poison]])
     # each halving costs two failures; the last file fails twice alone
     assert failed_by_poison <= 2 * math.ceil(math.log2(bound)) + 2
+
+
+def test_suspects_that_are_no_longer_there_end_the_search():
+    """The run read files, none of them a suspect (the suspects were removed, or another
+    run committed them): keeping them would cap every later run for good."""
+    guard = job.note_failure({}, inflight("r1", ["a", "b"]))
+    assert job.plan_read(guard, "public.t") == (2, None)
+    guard = job.note_success(guard, {"public.t": ["c", "d"]}, [])
+    assert job.plan_read(guard, "public.t") == (None, None)
+    guard = job.note_failure({}, inflight("r1", ["a", "b"]))
+    guard = job.note_success(guard, {"public.t": []}, [])  # the table had nothing left
+    assert job.plan_read(guard, "public.t") == (None, None)
+    guard = job.note_failure({}, inflight("r1", ["a", "b"]))
+    guard = job.note_success(guard, {"public.other": ["x"]}, [])  # another table only
+    assert job.plan_read(guard, "public.t") == (2, None)
+
+
+@given(st.integers(2, 30), st.sets(st.integers(0, 29), min_size=1))
+def test_the_guard_never_caps_runs_for_ever(files, gone):
+    """Whatever happens to the suspects (some vanish before they are read again), the
+    table's runs are uncapped again within a bounded number of successful runs."""
+    names = [f"f{i:03d}" for i in range(files)]
+    guard = job.note_failure({}, inflight("r1", names))
+    guard = job.note_failure(guard, inflight("r2", names))
+    queue = [n for i, n in enumerate(names) if i not in gone]  # what is still there
+    for _ in range(files + 2):
+        cap, skip = job.plan_read(guard, "public.t")
+        if cap is None:
+            return
+        read, queue = queue[:cap], queue[cap:]
+        guard = job.note_success(guard, {"public.t": read}, [])
+    raise AssertionError(f"still capped: {guard}")
