@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from cdclab import credentials, settings
+from cdclab import credentials, minio_users, settings
 from cdclab.services.base import StackContext, port_answers
 from glue_local.driver_state import driver_healthy
 
@@ -109,10 +109,64 @@ def init(rows: int) -> None:
     setup_lake(os.environ, progress=lambda msg: print(f"init: {msg}", flush=True))
 
 
+# The one-shot mounts each service's own credentials volume here (/secrets/<service>);
+# the service mounts only its own, at /run/cdclab: no container holds another's secret.
+SERVICE_SECRETS = Path("/secrets")
+AWS_RUNNER = "glue-aws"  # the aws profile's Glue API: only the stack's admin pair
+
+
+def service_credentials(service, creds: dict[str, str]) -> dict[str, str]:
+    """What one service's container gets: its own MinIO user's pair as AWS_* (the root
+    pair only where its set-up needs it), the secrets its process and set-up use, and,
+    for the Glue API, its clients' keys."""
+    from cdclab.services.glue_api import accepted_clients
+    from glue_local.server import ENV_GLUE_CLIENTS
+
+    allowed = service.secrets | service.setup_secrets
+    out = {k: creds[k] for k in (credentials.PG_USER, settings.ENV_REGION) if k in creds}
+    users = minio_users.parse_users(creds.get(minio_users.ENV_MINIO_USERS, ""))
+    if service.name in users:
+        out[settings.ENV_ACCESS_KEY], out[settings.ENV_SECRET_KEY] = users[service.name]
+    elif not users:  # a hand-made configuration: one pair for all (minio_users.service_keys)
+        out |= {k: creds[k] for k in (settings.ENV_ACCESS_KEY, settings.ENV_SECRET_KEY)
+                if k in creds}
+    out |= {k: creds[k] for k in allowed if k in creds}
+    if ENV_GLUE_CLIENTS in allowed:
+        out[ENV_GLUE_CLIENTS] = accepted_clients(creds)
+    return out
+
+
+def secret_folders() -> list[str]:
+    """The one-shot's mount points, made in the image so the volumes are the cdclab
+    user's (a new volume takes its mount point's owner)."""
+    from cdclab.supervisor import all_services
+
+    return [str(SERVICE_SECRETS / n) for n in [s.name for s in all_services()] + [AWS_RUNNER]]
+
+
+def per_service_credentials(creds: dict[str, str]) -> dict[str, dict[str, str]]:
+    from cdclab.supervisor import all_services
+
+    out = {s.name: service_credentials(s, creds) for s in all_services()}
+    out[AWS_RUNNER] = {k: creds[k] for k in (settings.ENV_ACCESS_KEY, settings.ENV_SECRET_KEY)}
+    return out
+
+
 def make_credentials() -> None:
     path = Path(os.environ[settings.ENV_CREDENTIALS_FILE])
     created = credentials.ensure_file(path)
     print(f"credentials: {'generated' if created else 'kept'} {path} (mode 0600)", flush=True)
+    creds = json.loads(path.read_text())
+    for name, own in per_service_credentials(creds).items():
+        folder = SERVICE_SECRETS / name
+        if not folder.is_dir():
+            continue  # not mounted (an older compose file): the service reads none
+        target = folder / "credentials.json"
+        tmp = folder / ".credentials.json.new"
+        tmp.unlink(missing_ok=True)
+        credentials.write_new(tmp, own)
+        os.replace(tmp, target)
+        print(f"credentials: {name} gets {', '.join(sorted(own)) or 'nothing'}", flush=True)
 
 
 def notebook_owner(path: Path) -> tuple[int, int]:

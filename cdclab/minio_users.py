@@ -57,14 +57,21 @@ def parse_users(value: str) -> dict[str, tuple[str, str]]:
     return users
 
 
-def service_keys(env: Mapping[str, str], name: str) -> dict[str, str]:
-    """The AWS_* key pair a service's process runs with: its own user's. Without
-    CDCLAB_MINIO_USERS (a hand-made configuration) nothing changes: the env's own pair."""
+def user_keys(env: Mapping[str, str], name: str) -> dict[str, str]:
+    """The service's own user's AWS_* pair from CDCLAB_MINIO_USERS; {} without it."""
     users = parse_users(env.get(ENV_MINIO_USERS, ""))
     if name not in users:
         return {}
     access, secret = users[name]
     return {settings.ENV_ACCESS_KEY: access, settings.ENV_SECRET_KEY: secret}
+
+
+def service_keys(env: Mapping[str, str], name: str) -> dict[str, str]:
+    """The AWS_* key pair a service's process runs with: its own user's. Without
+    CDCLAB_MINIO_USERS (a container's own credentials file, or a hand-made configuration)
+    the env's own pair, given explicitly: start_process keeps no other."""
+    return user_keys(env, name) or {
+        k: env[k] for k in (settings.ENV_ACCESS_KEY, settings.ENV_SECRET_KEY) if env.get(k)}
 
 
 def _bucket(bucket: str) -> str:

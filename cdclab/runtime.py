@@ -213,10 +213,12 @@ class ComposeRuntime(Runtime):
         if not self._docker():
             raise ServiceError("the compose stack's credentials are read with `docker compose "
                                "exec`, and no docker CLI is on PATH")
+        # the administrator's file: no service's container holds it (each has its own
+        # part), so a one-off `cli` container reads it (no volume, no dependency started)
         done = subprocess.run(
-            [*compose_command(self.environ), "exec", "-T", "postgres", "cat",
-             CONTAINER_CREDENTIALS],
-            capture_output=True, text=True, timeout=60,
+            [*compose_command(self.environ), "run", "--rm", "--no-deps", "-T",
+             "--entrypoint", "cat", "cli", CONTAINER_CREDENTIALS],
+            capture_output=True, text=True, timeout=120,
         )
         if done.returncode != 0:
             raise ServiceError(f"cannot read the compose stack's credentials (is it up? "

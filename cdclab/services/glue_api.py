@@ -67,7 +67,7 @@ def accepted_clients(env: Mapping[str, str]) -> str:
     if env.get(settings.ENV_ACCESS_KEY) and env.get(settings.ENV_SECRET_KEY):
         clients[ADMIN] = (env[settings.ENV_ACCESS_KEY], env[settings.ENV_SECRET_KEY])
     for name in (WATCHER, GLUE):  # the MinIO users' keys of those services
-        keys = minio_users.service_keys(env, name)
+        keys = minio_users.user_keys(env, name)
         if keys:
             clients[name] = (keys[settings.ENV_ACCESS_KEY], keys[settings.ENV_SECRET_KEY])
     return minio_users.format_users(clients)
@@ -114,7 +114,7 @@ def checked_clients(env: Mapping[str, str]) -> dict[str, str]:
         return {ENV_GLUE_CLIENTS: minio_users.format_users({ADMIN: pair})}
     if env.get(ENV_GLUE_CLIENTS):  # given (a container's own credentials file)
         return {ENV_GLUE_CLIENTS: env[ENV_GLUE_CLIENTS]}
-    if minio_users.service_keys(env, "watcher"):  # a generated local stack
+    if minio_users.user_keys(env, "watcher"):  # a generated local stack
         return {ENV_GLUE_CLIENTS: accepted_clients(env)}
     return {}
 

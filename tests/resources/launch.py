@@ -96,13 +96,17 @@ def start_container(service: Service, ctx: StackContext, mounts: tuple[Path, ...
         ctx.ports.setdefault(port_name, free_port())
     service.publish(ctx)
     _share_dir(ctx.state_dir)
-    # secrets go in a 0600 file the container's user reads, as in the compose stack
+    # the service's own secrets go in a 0600 file the container's user reads, as in the
+    # compose stack (compose_probe.service_credentials: what it uses, nothing more)
+    from cdclab.compose_probe import service_credentials
+
     secret_keys = (settings.ENV_ACCESS_KEY, credentials.PG_USER, *credentials.SECRET_KEYS)
-    secrets = {k: ctx.env[k] for k in secret_keys if k in ctx.env}
+    given = {k: ctx.env[k] for k in secret_keys if k in ctx.env}
     dsn_user = urlsplit(ctx.env.get(settings.ENV_PG_DSN, ""))
     if dsn_user.username and dsn_user.password:  # the DSN's login is the one to use
-        secrets[credentials.PG_USER] = unquote(dsn_user.username)
-        secrets[credentials.PG_PASSWORD] = unquote(dsn_user.password)
+        given[credentials.PG_USER] = unquote(dsn_user.username)
+        given[credentials.PG_PASSWORD] = unquote(dsn_user.password)
+    secrets = service_credentials(service, given)
     secrets_file = ctx.state_dir / f".credentials-{service.name}.json"
     secrets_file.unlink(missing_ok=True)
     credentials.write_new(secrets_file, secrets)

@@ -30,6 +30,7 @@ COMPOSE_FILE = ROOT / "docker-compose.yml"
 EXAMPLE_ENV = ROOT / ".env.example"
 PROFILES = ("spark", "aws", "cli")
 ONE_SHOTS = ("credentials", "init", "cli")
+ADMIN_TOOLS = ("credentials", "init", "cli", "jupyter")  # the whole credentials file
 
 # Services whose command is not `cdclab serve <name>`, and what it is instead (why: they
 # are not supervised servers of the embedded runtime, or are a third-party launcher).
@@ -279,8 +280,23 @@ def test_services_read_the_generated_credentials_file(config) -> None:
         assert env[settings.ENV_CREDENTIALS_FILE] == runtime.CONTAINER_CREDENTIALS, name
         mounts = {m["target"]: m for m in service["volumes"] if m["type"] == "volume"}
         cred = mounts[str(Path(runtime.CONTAINER_CREDENTIALS).parent)]
-        assert cred["source"] == "credentials"
+        # the administrator's tools get the whole file; every service a volume of its own
+        # with only its part (compose_probe.per_service_credentials), written by the one-shot
+        own = {"spark-worker": "glue-secrets"}.get(name, f"{name}-secrets")
+        assert cred["source"] == ("credentials" if name in ADMIN_TOOLS else own), name
         assert bool(cred.get("read_only")) is (name != "credentials"), name
+
+
+def test_the_one_shot_writes_each_services_own_credentials(config) -> None:
+    from cdclab.compose_probe import AWS_RUNNER, SERVICE_SECRETS
+    from cdclab.supervisor import all_services
+
+    mounts = {m["target"]: m["source"] for m in config["services"]["credentials"]["volumes"]}
+    for name in [s.name for s in all_services()] + [AWS_RUNNER]:
+        assert mounts[f"{SERVICE_SECRETS}/{name}"] == f"{name}-secrets", name
+    readers = {n for n, svc in config["services"].items()
+               for m in svc.get("volumes", []) if m["source"] == "credentials"}
+    assert readers == set(ADMIN_TOOLS)
 
 
 def test_services_run_unprivileged(config) -> None:

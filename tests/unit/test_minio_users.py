@@ -107,7 +107,9 @@ def test_each_service_process_gets_its_own_keys() -> None:
 
 
 def test_without_users_a_service_keeps_the_given_keys() -> None:
-    assert minio_users.service_keys({settings.ENV_ACCESS_KEY: "k"}, "emitter") == {}
+    given = {settings.ENV_ACCESS_KEY: "k", settings.ENV_SECRET_KEY: "s"}
+    assert minio_users.service_keys(given, "emitter") == given  # explicitly: kept
+    assert minio_users.user_keys(given, "emitter") == {}
 
 
 class _PrintEnv(Service):
