@@ -846,13 +846,19 @@ class InputGuard:
         inflight = self.doc.get("inflight")
         if not inflight or inflight.get("run_id") == self.run_id:
             return
-        recorded = inflight.get("error")  # the run caught it itself: its whole text
-        state, error = ("FAILED", recorded) if recorded else self._run_outcome(inflight["run_id"])
-        if input_failure(state, error):
+        # how Glue says it ended, and the whole text of what the run caught itself, if
+        # anything (a dying driver reaches the run as a py4j network error: only Glue's
+        # reason names the death)
+        state, error = self._run_outcome(inflight["run_id"])
+        both = "\n".join(filter(None, (error, inflight.get("error"))))
+        files = len(inflight.get("files") or [])
+        if input_failure(state, both):
             log(f"run {inflight['run_id']} did not finish reading {inflight['table']} "
-                f"({len(inflight.get('files') or [])} files): {state} {error or ''}".rstrip())
+                f"({files} files): {state}: {both[:500]}")
             self.doc = note_failure(self.doc, inflight)
         else:
+            log(f"run {inflight['run_id']} did not finish reading {inflight['table']} "
+                f"({files} files), not because of them: {state}: {both[:300]}")
             self.doc = {**self.doc, "inflight": None}
 
     def _run_outcome(self, run_id: str) -> tuple[str | None, str | None]:
