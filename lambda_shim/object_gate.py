@@ -130,8 +130,11 @@ def quarantine_key(prefix: str, key: str) -> str:
     """Where a refused object goes: `<prefix>/<key>`, or, when that and its reason's name
     would pass S3's 1,024-byte key limit, a bounded name: the key's start, a hash of the
     whole key and its last characters (so retries of one key land on one name; the
-    reason file holds the full key)."""
+    reason file holds the full key). A key ending like a reason file gets a `~` after it,
+    so no quarantined object passes for another's reason."""
     prefix = prefix.strip("/")
+    if key.endswith(REASON_SUFFIX):
+        key += "~"
     plain = f"{prefix}/{key}"
     budget = S3_MAX_KEY_BYTES - len(REASON_SUFFIX.encode())
     if len(plain.encode("utf-8", "surrogatepass")) <= budget:
