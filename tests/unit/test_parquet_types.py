@@ -244,3 +244,13 @@ def test_builder_puts_rows_in_their_commit_date_folder() -> None:
     b.feed(pg.Begin(100, pg_ts, 7))
     b.feed(pg.Insert(1, ("5",)))
     assert rows[0][4] == "2024-03-04-05"
+
+
+def test_parquet_floats_take_the_csv_paths_printf_text() -> None:
+    """The Parquet value comes from the CSV text: %+.8e / %+.16e and glibc's specials."""
+    import math
+    real, double = pt.converter(pt.ColumnType(pt.FLOAT)), pt.converter(pt.ColumnType(pt.DOUBLE))
+    assert real("+3.23800011e+01") == 32.3800011
+    assert double("-1.1118453000000000e-01") == -0.11118453
+    assert math.isnan(real("+nan")) and double("+inf") == math.inf and real("-inf") == -math.inf
+    assert math.copysign(1, double("-0.0000000000000000e+00")) == -1
