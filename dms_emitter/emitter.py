@@ -115,9 +115,7 @@ class EmitterConfig:
         size_kb = float(env.get(settings.ENV_BATCH_SIZE_KB, p.dms.cdc_min_file_size_kb
                                 or settings.LAB_BATCH_SIZE_KB))
         d = p.dms
-        render = RenderOptions(d.trim_space_in_char, d.map_unbounded_numeric_as_string,
-                               d.bytea_format, d.timestamptz_time_zone, d.lob_max_size_kb,
-                               d.interval_style)
+        render = RenderOptions.from_settings(d)
         try:
             partitions = DatePartitioning(d.date_partition_enabled, d.date_partition_sequence,
                                           d.date_partition_delimiter,

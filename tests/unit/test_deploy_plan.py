@@ -157,10 +157,12 @@ def test_source_endpoint_gets_the_source_settings_the_emitter_follows():
     source = plan.get("dms-endpoint", plan.names.source_endpoint).settings
     assert source["PostgreSQLSettings"]["TrimSpaceInChar"] is P.dms.trim_space_in_char
     assert source["ExtraConnectionAttributes"] == ""  # MapUnboundedNumericAsString off
+    assert source["PostgreSQLSettings"]["MapBooleanAsBoolean"] is False  # AWS's default
     wide = dataclasses.replace(P, dms=dataclasses.replace(
-        P.dms, map_unbounded_numeric_as_string=True))
+        P.dms, map_unbounded_numeric_as_string=True, map_boolean_as_boolean=True))
     source = build_plan(wide, FULL).get("dms-endpoint", plan.names.source_endpoint).settings
     assert source["ExtraConnectionAttributes"] == "MapUnboundedNumericAsString=true"
+    assert source["PostgreSQLSettings"]["MapBooleanAsBoolean"] is True
     model = botocore.session.get_session().get_service_model("dms")
     assert set(source["PostgreSQLSettings"]) <= set(
         model.shape_for("PostgreSQLSettings").members)
