@@ -234,6 +234,9 @@ def cmd_workload(args: argparse.Namespace) -> int:
 def cmd_reconcile(args: argparse.Namespace) -> int:
     from cdclab.reconcile import reconcile
 
+    if args.against:
+        return reconcile_against(args)
+
     env = _runtime().require("postgres", "minio", "iceberg-rest")
     try:
         result = reconcile(env, args.table)
@@ -266,6 +269,79 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
                 print(f"  {ex.get('table', '')} key {ex['id']}:\n    source {ex['source']}"
                       f"\n    silver {ex['silver']}")
     return 0 if result.equal else 1
+
+
+def reconcile_against(args: argparse.Namespace) -> int:
+    from cdclab.reconcile_against import MAX_EXAMPLES, against
+
+    if not (args.silver_table and args.key):
+        say("--against needs --silver-table and --key (the expected file's key columns)")
+        return 2
+    env = _runtime().require("minio", "iceberg-rest")
+    try:
+        result = against(env, args.silver_table, args.key.split(","), Path(args.against))
+    except (OSError, ValueError) as exc:
+        say(str(exc))
+        return 2
+    if args.json:
+        print(json.dumps(result.to_json(), default=str))
+        return 0 if result.equal else 1
+    print(f"{result.table} vs {args.against}: {'EQUAL' if result.equal else 'NOT EQUAL'} "
+          f"(expected {result.expected_rows} rows, silver {result.silver_rows} rows)")
+    for label, keys in (("missing in silver", result.missing_in_silver),
+                        ("extra in silver", result.extra_in_silver),
+                        ("held more than once in silver", result.duplicate_keys)):
+        if keys:
+            print(f"  {label} ({len(keys)}): {keys[:MAX_EXAMPLES]}")
+    for d in result.different[:MAX_EXAMPLES]:
+        print(f"  key {d['key']}: {d['columns']}")
+    if result.extra_in_silver:
+        print("  (keys in silver but not expected: a primary-key UPDATE replicated without "
+              "before-image columns leaves its old key; see docs/dms-fidelity.md)")
+    return 0 if result.equal else 1
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from cdclab.replay import ReplayError, ReplayOptions, replay, report_json
+
+    keys = {}
+    for item in args.key or []:
+        table, _, columns = item.partition("=")
+        if not columns:
+            say(f"--key {item!r}: expected schema.table=column[,column]")
+            return 2
+        keys[table] = tuple(columns.split(","))
+    try:
+        endpoint = json.loads(Path(args.endpoint_settings).read_text()) \
+            if args.endpoint_settings else {}
+    except (OSError, ValueError) as exc:
+        say(f"--endpoint-settings {args.endpoint_settings}: {exc}")
+        return 2
+    options = ReplayOptions(
+        source=args.source, name=args.name, ddl=Path(args.ddl) if args.ddl else None,
+        source_dsn_env=args.source_dsn_env, keys=keys,
+        endpoint_settings=endpoint.get("S3Settings", endpoint),
+        table_mappings=Path(args.table_mappings) if args.table_mappings else None,
+        change_seq_column=args.change_seq_column or "",
+        tables=tuple(t for t in (args.tables or "").split(",") if t), as_table=args.as_table or "",
+        profile=args.profile, endpoint_url=args.endpoint_url)
+    need = ("minio", "glue", "iceberg-rest") + (("postgres",) if args.ddl else ())
+    env = _runtime().require(*need)
+    try:
+        report = replay(options, env, say)
+    except ReplayError as exc:
+        say(f"replay: {exc}")
+        return 2
+    if args.json:
+        print(report_json(report))
+    else:
+        for line in report.lines():
+            print(line)
+        say(f"{len(report.runs)} runs of {report.job}: "
+            f"{'all succeeded' if report.ok else 'a run failed'}; query silver with "
+            "`cdclab.lab.connect()` in a notebook, or compare it with "
+            "`cdclab reconcile --against FILE --silver-table T --key K`")
+    return 0 if report.ok else 1
 
 
 def cmd_tables(args: argparse.Namespace) -> int:
@@ -404,7 +480,33 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("reconcile", help="check that silver equals source (exit 1 if not)")
     p.add_argument("--table", help="one source table (schema.table); default: every one")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--against", metavar="FILE",
+                   help="compare a silver table with the expected rows of FILE (CSV with a "
+                        "header) instead of the source")
+    p.add_argument("--silver-table", help="with --against: catalog.namespace.table")
+    p.add_argument("--key", help="with --against: the key columns, comma-separated")
     p.set_defaults(func=cmd_reconcile)
+    p = sub.add_parser("replay", help="merge the files a real DMS task wrote (a folder or "
+                       "s3://bucket/prefix, read only) with the unchanged Glue job")
+    p.add_argument("source", help="a folder, or s3://bucket/prefix")
+    p.add_argument("--name", default="replay", help="names the job, folder and database")
+    p.add_argument("--ddl", help="CREATE TABLE statements of the source tables")
+    p.add_argument("--source-dsn-env", metavar="VAR",
+                   help="a variable holding a live source's DSN (read its catalog)")
+    p.add_argument("--key", action="append", metavar="SCHEMA.TABLE=COLS",
+                   help="header-only tables: their key columns")
+    p.add_argument("--endpoint-settings", metavar="FILE",
+                   help="the task's S3 endpoint settings (JSON, AWS's names)")
+    p.add_argument("--table-mappings", metavar="FILE", help="the task's table mappings (JSON)")
+    p.add_argument("--change-seq-column",
+                   help="the column the task adds with $AR_H_CHANGE_SEQ (without mappings)")
+    p.add_argument("--tables", help="only these schema.table, comma-separated")
+    p.add_argument("--as-table", metavar="SCHEMA.TABLE",
+                   help="SOURCE is one table's folder (its files directly in it)")
+    p.add_argument("--profile", help="the AWS profile to read an s3:// source with")
+    p.add_argument("--endpoint-url", help="an S3-compatible endpoint for an s3:// source")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_replay)
     p = sub.add_parser("tables", help="the tables the Glue job merges (--sync: rebuild "
                                       "them from the source)")
     p.add_argument("--sync", action="store_true")

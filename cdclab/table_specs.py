@@ -65,6 +65,8 @@ class Layout:
     data_format: str = "csv"  # DataFormat: csv | parquet
     map_boolean_as_boolean: bool = False  # PostgreSQL source MapBooleanAsBoolean
     add_column_name: bool = True  # AddColumnName: a header row opens each CSV file
+    # a full-load-only task's files (`cdclab replay`): no Op or change sequence needed
+    load_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -114,10 +116,10 @@ def build_spec(source: SourceTable, layout: Layout,
     if not source.key:
         raise SpecError(f"{where} has no primary key: DMS replicates only its inserts and "
                         "the job cannot merge it (give it a primary key)")
-    if not layout.op_for_full_load:
+    if not layout.op_for_full_load and not layout.load_only:
         raise SpecError(f"{where}: include_op_for_full_load = false gives LOAD files one "
                         "column fewer than CDC files, which one catalog table cannot read")
-    if layout.change_seq_column not in source.added:
+    if layout.change_seq_column not in source.added and not layout.load_only:
         raise SpecError(f"{where}: the table mappings add no {layout.change_seq_column!r} "
                         "column ($AR_H_CHANGE_SEQ), which the job orders changes by")
     parquet = layout.data_format == FORMAT_PARQUET
@@ -130,6 +132,8 @@ def build_spec(source: SourceTable, layout: Layout,
                             "no Glue column names (rename them with a table-mapping rule)")
     by_source = {c.name: (n, c) for n, c in zip(names, source.columns, strict=True)}
     bronze: list[dict[str, Any]] = [{"name": "op", "role": ROLE_OP, "type": "string"}]
+    if not layout.op_for_full_load:  # load only: every row an insert, as the job adds it
+        bronze[0].update(virtual=True, value="I")
     if layout.timestamp_column:
         bronze.append({"name": glue_name(layout.timestamp_column), "role": ROLE_TIMESTAMP,
                        "type": "timestamp"})
@@ -147,6 +151,9 @@ def build_spec(source: SourceTable, layout: Layout,
     for added in source.added:
         role = ROLE_CHANGE_SEQ if added == layout.change_seq_column else ROLE_DATA
         bronze.append({"name": glue_name(added), "role": role, "type": "string"})
+    if layout.change_seq_column not in source.added:  # load only: ordered by record
+        bronze.append({"name": glue_name(layout.change_seq_column), "role": ROLE_CHANGE_SEQ,
+                       "type": "string", "virtual": True, "value": None})
     internal = [c["name"] for c in bronze if c["name"].startswith(INTERNAL_PREFIX)]
     if internal:
         raise SpecError(f"{where}: column names starting {INTERNAL_PREFIX!r} are the job's "
@@ -240,7 +247,7 @@ def bronze_table_input(spec: Mapping[str, Any], delimiter: str = ",") -> dict[st
                            "cdclab.source_table": spec["name"]},
             "StorageDescriptor": {
                 "Columns": [{"Name": c["name"], "Type": c.get("hive_type", "string")}
-                            for c in spec["bronze_columns"]],
+                            for c in spec["bronze_columns"] if not c.get("virtual")],
                 "Location": spec["bronze_location"],
                 "InputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
                 "OutputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
@@ -257,7 +264,7 @@ def bronze_table_input(spec: Mapping[str, Any], delimiter: str = ",") -> dict[st
                        "EXTERNAL": "TRUE", "cdclab.source_table": spec["name"]},
         "StorageDescriptor": {
             "Columns": [{"Name": c["name"], "Type": "string"}
-                        for c in spec["bronze_columns"]],
+                        for c in spec["bronze_columns"] if not c.get("virtual")],
             "Location": spec["bronze_location"],
             "InputFormat": "org.apache.hadoop.mapred.TextInputFormat",
             "OutputFormat": "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",

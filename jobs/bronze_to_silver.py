@@ -194,6 +194,18 @@ def reason_column(spec: dict):
     return reason
 
 
+def with_virtual_columns(bronze_df, spec: dict):
+    """A full-load-only task's files have no Op (IncludeOpForFullLoad false) and may have
+    no change sequence: the spec marks those columns virtual, every row is an insert and
+    the full load's record order orders them."""
+    from pyspark.sql import functions as F
+
+    for c in spec["bronze_columns"]:
+        if c.get("virtual"):
+            bronze_df = bronze_df.withColumn(c["name"], F.lit(c.get("value")).cast("string"))
+    return bronze_df
+
+
 def bronze_records(bronze_df, spec: dict, file_column: str = SOURCE_FILE_COLUMN):
     """Glue's rows as quarantine-ready records: FILE, RECORD, LINE, REASON, RAW, then the
     bronze columns.
@@ -354,7 +366,7 @@ def run(spark, bronze_df, spec: dict, run_id: str,
                 "updated": 0, "deleted": 0, "skipped": 0, "latency": [],
                 "phase_seconds": phases.seconds}
     # Read once (the bronze files are Glue's to read), numbered, validated, cached.
-    parsed = bronze_records(bronze_df, spec).cache()
+    parsed = bronze_records(with_virtual_columns(bronze_df, spec), spec).cache()
     files, rows, quarantined = account(parsed)
     phases.done("read and validate", f"{len(files)} files, {rows} records")
     metrics: dict = {"files": len(files), "rows_read": rows, "quarantined": quarantined}
