@@ -327,8 +327,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
         profile=args.profile, endpoint_url=args.endpoint_url)
     need = ("minio", "glue", "iceberg-rest") + (("postgres",) if args.ddl else ())
     env = _runtime().require(*need)
+    def progress(msg: str) -> None:  # with --json, stdout holds only the report
+        print(f"cdclab: {msg}", file=sys.stderr if args.json else sys.stdout, flush=True)
+
     try:
-        report = replay(options, env, say)
+        report = replay(options, env, progress)
     except ReplayError as exc:
         say(f"replay: {exc}")
         return 2
