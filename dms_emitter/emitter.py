@@ -422,7 +422,9 @@ class Emitter:
         for stale in sink.names("LOAD"):
             sink.delete(stale)  # from an interrupted earlier attempt
         names = [c.name for c in table.columns]
-        kept, header = plan.kept(names), plan.header(names)
+        before = plan.before(table.columns, table.key)
+        kept, header = plan.kept(names), plan.header(names, before)
+        no_before = (None,) * len(before)  # a LOAD row has no before image
         renderer = RowRenderer(table.columns, cfg.render, lob_truncated(
             plan.qualified, cfg.render.lob_max_size_kb, {}, self.log,
             cfg.fail_on_lob_truncation))
@@ -437,14 +439,16 @@ class Emitter:
 
         op = OP_INSERT if cfg.fmt.op_for_full_load else None
         fields = (cfg.fmt.fields(op, format_ts(started or datetime.now(UTC)),
-                                 plan.row(kept, renderer.row(values), load_seq(n)))
+                                 plan.row(kept, renderer.row(values), load_seq(n),
+                                          no_before))
                   for n, values in enumerate(rows, start=1))
         if cfg.fmt.parquet is not None:
             columns = cfg.fmt.header(header, op is not None)
             prefix = len(columns) - len(header)
             types = (*(STRING_COLUMN,) * prefix,
                      *(column_type(table.columns[i].type, cfg.render) for i in kept),
-                     *(STRING_COLUMN,) * len(plan.added))
+                     *(STRING_COLUMN,) * len(plan.added),
+                     *(column_type(table.columns[i].type, cfg.render) for i in before))
             total, files = self.load_parquet(sink, columns, types, fields)
         else:
             total, files = self.load_csv(sink, header, op is not None, fields)
