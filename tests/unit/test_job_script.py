@@ -13,10 +13,12 @@ from hypothesis import strategies as st
 from cdclab.settings import load_pipeline
 from cdclab.table_specs import (
     INTERNAL_PREFIX,
+    ROLE_BEFORE_IMAGE,
     ROLE_CHANGE_SEQ,
     ROLE_OP,
     ROLE_TIMESTAMP,
     SPEC_VERSION,
+    before_image_keys,
     build_spec,
 )
 from cdclab.tables_sync import layout_of
@@ -56,8 +58,15 @@ def test_the_demo_tables_ddl_matches_the_documentation_copy(embedded, sql_file: 
 
 def test_the_job_reads_the_spec_version_cdclab_writes() -> None:
     assert job.SPEC_VERSION == SPEC_VERSION
-    assert (job.ROLE_OP, job.ROLE_TIMESTAMP, job.ROLE_CHANGE_SEQ) == (
-        ROLE_OP, ROLE_TIMESTAMP, ROLE_CHANGE_SEQ)
+    assert (job.ROLE_OP, job.ROLE_TIMESTAMP, job.ROLE_CHANGE_SEQ, job.ROLE_BEFORE_IMAGE) == (
+        ROLE_OP, ROLE_TIMESTAMP, ROLE_CHANGE_SEQ, ROLE_BEFORE_IMAGE)
+
+
+@pytest.mark.parametrize("before", [False, True])
+def test_the_job_finds_the_keys_before_image_as_cdclab_does(before: bool) -> None:
+    spec = hosts_spec(before_image=before)
+    assert job.before_image_keys(spec) == before_image_keys(spec)
+    assert bool(job.before_image_keys(spec)) == before
 
 
 def test_summary_totals_the_tables_and_pools_latencies() -> None:
@@ -79,7 +88,7 @@ def test_the_jobs_own_columns_cannot_collide_with_a_tables() -> None:
     the spec refuses a table column with that prefix."""
     assert job.INTERNAL == INTERNAL_PREFIX
     own = [job.FILE, job.RECORD, job.LINE, job.REASON, job.RAW, job.ORDER, job.OP, job.LOAD,
-           job.RANK, job.ACTION, job.SOURCE_FILE_COLUMN]
+           job.RANK, job.ACTION, job.OLD_KEY, job.BEFORE, job.SOURCE_FILE_COLUMN]
     assert all(c.startswith(INTERNAL_PREFIX) for c in own) and len(set(own)) == len(own)
     source = hosts_source()
     clash = [*source.columns, SourceColumn("_cdclab_op", PgType("text"))]

@@ -16,6 +16,7 @@ from cdclab.table_specs import (
     SourceTable,
     SpecError,
     TableOverrides,
+    before_image_keys,
     bronze_table_input,
     build_spec,
     glue_name,
@@ -194,3 +195,37 @@ def test_expected_parquet_values_are_the_files_values_as_silver_holds_them() -> 
     assert parquet_typed(col("binary", "binary"), "00ff") == b"\x00\xff"
     assert parquet_typed(col("string", "boolean"), "true") is True
     assert parquet_typed(col("string"), "") == "" and parquet_typed(col("string"), None) is None
+
+
+def test_the_default_mappings_give_the_demo_table_its_keys_before_image() -> None:
+    plain, spec = hosts_spec(), hosts_spec(before_image=True)
+    bronze = spec["bronze_columns"]
+    assert bronze[:-1] == plain["bronze_columns"]
+    assert bronze[-1] == {"name": "bi_id", "role": "before_image", "type": "int",
+                          "source_type": "int4", "before_image_of": "id"}
+    assert spec["silver_columns"] == plain["silver_columns"]  # bronze only
+    assert [c["Name"] for c in bronze_table_input(spec)["StorageDescriptor"]["Columns"]][
+        -2:] == ["change_seq", "bi_id"]
+    assert before_image_keys(spec) == {"id": "bi_id"} and before_image_keys(plain) == {}
+
+
+def test_before_image_columns_of_a_composite_key_and_parquet_types() -> None:
+    columns = [("order_id", PgType("int8")), ("sku", PgType("text")), ("q", PgType("int4"))]
+    source = dataclasses.replace(
+        table(columns, ["order_id", "sku"]),
+        before_image=[("before_order_id", "order_id"), ("before_sku", "sku")])
+    spec = build_spec(source, dataclasses.replace(LAYOUT, data_format="parquet"))
+    assert before_image_keys(spec) == {"order_id": "before_order_id", "sku": "before_sku"}
+    by_name = {c["name"]: c for c in spec["bronze_columns"]}
+    for bi, of in (("before_order_id", "order_id"), ("before_sku", "sku")):
+        assert {k: v for k, v in by_name[bi].items() if k not in ("name", "role",
+                                                                  "before_image_of")} == {
+            k: v for k, v in by_name[of].items() if k not in ("name", "role", "key")}
+    # a key column without a before image (non-lob leaves text out): no key change known
+    partial = dataclasses.replace(source, before_image=[("before_order_id", "order_id")])
+    assert before_image_keys(build_spec(partial, LAYOUT)) == {}
+    with pytest.raises(SpecError, match="not a written column"):
+        build_spec(dataclasses.replace(source, before_image=[("BI_x", "x")]), LAYOUT)
+    with pytest.raises(SpecError, match="no Glue column names"):
+        build_spec(dataclasses.replace(source, before_image=[("BI q", "q")]),
+                   dataclasses.replace(LAYOUT, data_format="parquet"))
