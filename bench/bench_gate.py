@@ -10,7 +10,7 @@ limits (lambda_shim/function_env.py) on the object's bytes as S3 would stream th
 Each case is decided twice: once for the time and the RSS high-water delta (VmHWM after,
 less VmRSS before, the mark reset first through /proc/self/clear_refs), once under
 tracemalloc for the peak of Python allocations. `--baseline` also runs the gate as it
-was at GIT_REF (its object_gate.py, with its defaults) on the same objects.
+was at GIT_REF (its object_gate.py and gate_*.py, with its defaults) on the same objects.
 """
 
 from __future__ import annotations
@@ -101,16 +101,37 @@ def reset_peak() -> bool:
 
 
 def gate_at(ref: str):
-    """object_gate.py as it was at `ref`, as a module of its own."""
+    """object_gate.py as it was at `ref` (with the gate_*.py it imported there), as a
+    module of its own: its siblings are imported from the ref's files, as the Lambda
+    zip's root holds them, never from this checkout's lambda_shim."""
     root = Path(__file__).resolve().parent.parent
-    source = subprocess.run(["git", "-C", str(root), "show", f"{ref}:lambda_shim/object_gate.py"],
-                            check=True, capture_output=True, text=True).stdout
-    path = Path(tempfile.mkdtemp(prefix="gate-baseline-")) / "object_gate_baseline.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("object_gate_baseline", path)
+    git = ["git", "-C", str(root)]
+    listed = subprocess.run([*git, "ls-tree", "--name-only", ref, "lambda_shim/"],
+                            check=True, capture_output=True, text=True).stdout.split()
+    folder = Path(tempfile.mkdtemp(prefix="gate-baseline-"))
+    for name in listed:
+        if name.endswith(".py") and Path(name).name.startswith(("object_gate", "gate_")):
+            source = subprocess.run([*git, "show", f"{ref}:{name}"], check=True,
+                                    capture_output=True, text=True).stdout
+            (folder / Path(name).name).write_text(source)
+    spec = importlib.util.spec_from_file_location("object_gate_baseline",
+                                                  folder / "object_gate.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
+    # hidden while it loads, so its `from lambda_shim… import` falls back to the files
+    ours = {name: sys.modules.get(name) for name in list(sys.modules)
+            if name.split(".")[0] == "lambda_shim"} or {"lambda_shim": None}
+    sys.modules.update(dict.fromkeys(ours))
+    sys.path.insert(0, str(folder))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(folder))
+        for name, loaded in ours.items():
+            if loaded is None:
+                del sys.modules[name]
+            else:
+                sys.modules[name] = loaded
     return module
 
 

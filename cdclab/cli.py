@@ -250,6 +250,11 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         print(f"silver vs source{' (' + result.table + ')' if result.table else ''}: "
               f"{verdict} (source {result.source_rows} rows, "
               f"silver {result.silver_rows} rows)")
+        for rule, count in result.normalisations.items():
+            print(f"  compared as AWS carries it: {rule} ({count} values)")
+        if result.quarantine_expected:
+            print(f"  {result.quarantine_expected} source rows the job quarantines are not "
+                  "expected in silver")
         if not result.equal:
             print(f"  missing in silver {result.missing_in_silver}, extra in silver "
                   f"{result.extra_in_silver}, different {result.different}")

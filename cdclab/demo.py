@@ -140,6 +140,7 @@ def run_demo(
         "source_rows": result.source_rows,
         "silver_rows": result.silver_rows,
         "mismatching_keys": result.mismatching_keys,
+        "normalisations": result.normalisations,
         "workload": report if isinstance(report, dict) else str(report),
         "glue_runs": {s: sum(r.state == s for r in runs) for s in sorted({r.state for r in runs})},
         "commit_to_silver_seconds": latency,
@@ -175,6 +176,8 @@ def _print_summary(s: dict) -> None:
             f"  commit→silver   p50 {lat['p50']}s, p95 {lat['p95']}s, max {lat['max']}s "
             f"over {lat['count']} CDC changes"
         )
+    for rule, count in s.get("normalisations", {}).items():
+        lines.append(f"  compared as     {rule} ({count} values)")
     lines.append(f"  timings (s)     {s['timings_seconds']}")
     if not s["equal"]:
         lines.append(f"  mismatching ids {s['mismatching_keys']}")

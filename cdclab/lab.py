@@ -237,16 +237,21 @@ class Lab:
         """Every row of every bronze file: file, kind, op, ts (commit time), id, change_seq."""
         import pandas as pd
 
-        from dms_emitter.dms_csv import CsvFormat, parse_dms_csv
+        from dms_emitter.dms_csv import CsvFormat, DmsCsvError, parse_dms_csv
 
         fmt = CsvFormat.from_settings(self.pipeline.dms)
         bucket = self.pipeline.lake.bronze_bucket
         rows: list[dict[str, Any]] = []
         for key in self.bronze_files()["key"]:
             body = self.s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-            text = (gzip.decompress(body) if key.endswith(".gz") else body).decode()
-            rows += change_rows(key, parse_dms_csv(text, f"s3://{bucket}/{key}", fmt),
-                                fmt.timestamp_column, fmt.change_seq_column,
+            try:
+                text = (gzip.decompress(body) if key.endswith(".gz") else body).decode()
+                parsed = parse_dms_csv(text, f"s3://{bucket}/{key}", fmt)
+            except (DmsCsvError, UnicodeDecodeError, EOFError, OSError) as error:
+                # a file the job cannot read either: named, its rows left out
+                print(f"skipped s3://{bucket}/{key}: {error}")
+                continue
+            rows += change_rows(key, parsed, fmt.timestamp_column, fmt.change_seq_column,
                                 self.pipeline.source.primary_key)
         columns = ["file", "kind", "op", "ts", "id", "change_seq"]
         return pd.DataFrame(rows, columns=columns)

@@ -8,6 +8,11 @@ renderer (the text in the bronze files), read back as Glue's CSV reader returns 
 table's `location` split into city/country). They are compared on the business columns,
 keyed by the table's key; CDC bookkeeping columns (change_seq, the DMS timestamp) are
 not part of the source and are left out.
+
+Where AWS's pipeline itself changes a value, the expectation follows it and the result
+names the rule and how many values it touched (`normalisations`), so "equal" never hides
+it: with DMS's unquoted empty strings (quote_empty_strings = false, AWS's behaviour) a
+source '' is an empty field, which the catalog's CSV reader returns as NULL (EMPTY_AS_NULL).
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ BUSINESS_COLUMNS = (
 )
 SOURCE_COLUMNS = ("id", "url", "name", "since", "location", "response_time", "response_rate")
 MAX_REPORTED_KEYS = 20
+# The normalisations the expectation applies (docs/dms-fidelity.md, "Empty strings")
+EMPTY_AS_NULL = ("source '' expected as NULL: DMS writes '' as an empty field like NULL "
+                 "(quote_empty_strings = false), read back as NULL")
 
 Record = tuple[Any, ...]
 
@@ -51,6 +59,9 @@ class ReconcileResult:
     duplicate_ids: list[int] = field(default_factory=list)  # first MAX_REPORTED_KEYS
     duplicate_rows: int = 0  # rows beyond the first of each duplicated id
     tables: dict[str, dict] = field(default_factory=dict)  # per table, when summed
+    # what the expectation changed as AWS's pipeline does: rule -> values touched
+    normalisations: dict[str, int] = field(default_factory=dict)
+    quarantine_expected: int = 0  # source rows the job's validation refuses
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -171,13 +182,16 @@ def parquet_typed(column: Mapping[str, Any], text: str | None, bytea_format: str
     return value
 
 
-def as_read(text: str | None, null_value: str = "", quote_empty: bool = True) -> str | None:
+def as_read(text: str | None, null_value: str = "", quote_empty: bool = False,
+            normalised: Counter[str] | None = None) -> str | None:
     """A bronze value as Glue's CSV reader returns it: NULL is written as CsvNullValue
     (read back as NULL when that is the empty field); '' is an empty field too unless
-    it is quoted."""
+    quoted (the lab's quote_empty), so it reads as NULL (counted in `normalised`)."""
     if text is None:
         return None if null_value == "" else null_value
     if text == "" and not quote_empty:
+        if normalised is not None:
+            normalised[EMPTY_AS_NULL] += 1
         return None
     return text
 
@@ -189,11 +203,13 @@ def business_columns(spec: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def expected_rows(spec: Mapping[str, Any], data_rows: Iterable[Sequence[str | None]],
-                  null_value: str = "", quote_empty: bool = True, bytea_format: str = "hex",
-                  parquet_millis: bool = False) -> tuple[dict[tuple, Record], int]:
+                  null_value: str = "", quote_empty: bool = False, bytea_format: str = "hex",
+                  parquet_millis: bool = False, normalised: Counter[str] | None = None,
+                  ) -> tuple[dict[tuple, Record], int]:
     """(key -> expected business record, rows the job would quarantine). `data_rows`:
     each source row's bronze data fields (source columns, then added columns), as the
-    emitter renders them (text; Parquet files hold that text converted to their types)."""
+    emitter renders them (text; Parquet files hold that text converted to their types).
+    `normalised` counts the values changed as AWS's pipeline changes them."""
     data = [c for c in spec["bronze_columns"] if c["role"] in ("data", "change_seq")]
     parquet = spec.get("bronze_format") == "parquet"
     keep = business_columns(spec)
@@ -206,9 +222,14 @@ def expected_rows(spec: Mapping[str, Any], data_rows: Iterable[Sequence[str | No
                 cast = {c["name"]: parquet_typed(c, v, bytea_format, parquet_millis)
                         for c, v in zip(data, row, strict=False)}
             else:
-                cast = {c["name"]: typed(c["type"], as_read(v, null_value, quote_empty))
+                cast = {c["name"]: typed(c["type"], as_read(
+                            v, null_value, quote_empty,
+                            normalised if c["role"] == "data" else None))  # not the seq
                         for c, v in zip(data, row, strict=False)}
         except Unconvertible:
+            refused += 1
+            continue
+        if any(cast[k] is None for k in spec["keys"]):  # a '' key read as NULL
             refused += 1
             continue
         record = tuple(_silver_value(c, cast) for c in silver)
@@ -255,6 +276,9 @@ def total(results: Mapping[str, ReconcileResult]) -> ReconcileResult:
                        for k in r.duplicate_ids][:MAX_REPORTED_KEYS],
         duplicate_rows=sum(r.duplicate_rows for r in results.values()),
         tables={name: r.to_json() for name, r in results.items()},
+        normalisations=dict(sum((Counter(r.normalisations) for r in results.values()),
+                                Counter())),
+        quarantine_expected=sum(r.quarantine_expected for r in results.values()),
     )
 
 
@@ -273,9 +297,7 @@ def source_data_rows(dsn: str, spec: Mapping[str, Any],
     d = p.dms
     schema, table = spec["name"].split(".", 1)
     plan = table_mappings(p).plan(schema, table)
-    options = RenderOptions(d.trim_space_in_char, d.map_unbounded_numeric_as_string,
-                            d.bytea_format, d.timestamptz_time_zone, d.lob_max_size_kb,
-                            d.interval_style)
+    options = RenderOptions.from_settings(d)
     with psycopg.connect(dsn, autocommit=True) as admin:
         columns = repl.table_columns(admin, schema, table)
     with psycopg.connect(dsn, autocommit=True,
@@ -364,10 +386,11 @@ def read_silver_rows(env: Mapping[str, str], spec: Mapping[str, Any]) -> list[tu
 
 def reconcile_table(env: Mapping[str, str], spec: Mapping[str, Any],
                     p: settings.PipelineSettings) -> ReconcileResult:
-    expected, _refused = expected_rows(
+    normalised: Counter[str] = Counter()
+    expected, refused = expected_rows(
         spec, source_data_rows(env[settings.ENV_PG_DSN], spec, p),
         p.dms.csv_null_value, p.dms.quote_empty_strings and p.dms.rfc4180,
-        p.dms.bytea_format, p.dms.parquet_timestamp_in_millisecond)
+        p.dms.bytea_format, p.dms.parquet_timestamp_in_millisecond, normalised)
     def one(key: tuple) -> Any:  # a one-column key reads as its value (ids as ids)
         return key[0] if len(key) == 1 else key
 
@@ -376,6 +399,7 @@ def reconcile_table(env: Mapping[str, str], spec: Mapping[str, Any],
     result = compare({one(k): v for k, v in expected.items()}, actual, duplicates,
                      business_columns(spec))
     result.table = spec["name"]
+    result.normalisations, result.quarantine_expected = dict(normalised), refused
     return result
 
 

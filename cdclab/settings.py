@@ -237,7 +237,8 @@ class DmsSettings(Section):
     migration_type: str = "full-load-and-cdc"
     # More S3 target settings (CHAP_Target.S3), AWS's defaults
     rfc4180: bool = True
-    quote_empty_strings: bool = True  # the lab's choice; see docs/dms-fidelity.md
+    # true: '' written "" (the lab's deviation, keeps '' apart from NULL); AWS: empty
+    quote_empty_strings: bool = False
     change_seq_layout: str = "dms"  # dms | lsn (dms_emitter/change_seq.py)
     compression_type: str = "NONE"
     cdc_inserts_only: bool = False
@@ -249,6 +250,7 @@ class DmsSettings(Section):
     trim_space_in_char: bool = True
     map_unbounded_numeric_as_string: bool = False
     fail_tasks_on_lob_truncation: bool = False
+    map_boolean_as_boolean: bool = False
     # What AWS does not document; the lab's choices (docs/dms-fidelity.md)
     pk_update_handling: str = "update"  # update | delete-insert
     unchanged_toast: str = "lookup"  # lookup | null
@@ -303,6 +305,7 @@ class DmsSettings(Section):
         "trim_space_in_char": flag(),
         "map_unbounded_numeric_as_string": flag(),
         "fail_tasks_on_lob_truncation": flag(),
+        "map_boolean_as_boolean": flag(),
         "pk_update_handling": one_of(*PK_UPDATE_HANDLINGS),
         "unchanged_toast": one_of(*UNCHANGED_TOAST),
         "bytea_format": one_of(*BYTEA_FORMATS),

@@ -66,6 +66,7 @@ class Layout:
     op_for_full_load: bool = True
     map_unbounded_numeric_as_string: bool = False
     data_format: str = "csv"  # DataFormat: csv | parquet
+    map_boolean_as_boolean: bool = False  # PostgreSQL source MapBooleanAsBoolean
 
 
 @dataclass(frozen=True)
@@ -195,7 +196,8 @@ def _parquet_column(where: str, column: SourceColumn, layout: Layout) -> dict[st
     from dms_emitter.values import RenderOptions
 
     kind = column_type(column.type, RenderOptions(
-        map_unbounded_numeric_as_string=layout.map_unbounded_numeric_as_string))
+        map_unbounded_numeric_as_string=layout.map_unbounded_numeric_as_string,
+        map_boolean_as_boolean=layout.map_boolean_as_boolean))
     if kind.kind == TIME32:
         raise SpecError(f"{where}: column {column.name!r} is a Parquet TIME, which Spark (and "
                         "so Glue 5) cannot read: remove it with a remove-column rule, or "

@@ -68,7 +68,9 @@ def postgres_source_settings(p: PipelineSettings) -> tuple[dict[str, Any], str]:
     connection attribute only (it is not in the API's PostgreSQLSettings); "" turns it
     back off on an existing endpoint."""
     settings = {"TrimSpaceInChar": p.dms.trim_space_in_char,
-                "FailTasksOnLobTruncation": p.dms.fail_tasks_on_lob_truncation}
+                "FailTasksOnLobTruncation": p.dms.fail_tasks_on_lob_truncation,
+                # the S3 target has no such setting: the source's alone decides
+                "MapBooleanAsBoolean": p.dms.map_boolean_as_boolean}
     extra = ("MapUnboundedNumericAsString=true"
              if p.dms.map_unbounded_numeric_as_string else "")
     return settings, extra

@@ -1,5 +1,6 @@
 """The Lambda deployment zip: lambda_shim/lambda_function.py and the modules it imports
-(object_gate.py, eventbridge_events.py) at the archive root.
+(object_gate.py and the gate_*.py it splits its checks into, eventbridge_events.py) at
+the archive root.
 
 Deterministic (fixed timestamp and permissions) so the same source always gives the
 same CodeSha256 and a second deploy sees nothing to update.
@@ -17,7 +18,8 @@ from deploy.options import DeployError
 
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 # beside the handler in the repo and in the zip
-COMPANIONS = ("object_gate.py", "eventbridge_events.py")
+COMPANIONS = ("object_gate.py", "gate_base.py", "gate_csv.py", "gate_parquet.py",
+              "eventbridge_events.py")
 
 
 def build_zip(source: Path, companions: tuple[str, ...] = COMPANIONS) -> bytes:

@@ -2,13 +2,19 @@
 CdcMaxBatchInterval / CdcMinFileSize.
 
 Rows are CSV lines (for Parquet in CsvFormat.line_format's layout, so memory and
-CdcMinFileSize count the same text bytes). A batch is due once its oldest row has waited
-`interval_s` or its rows reach `size_bytes`, also in the middle of a transaction: DMS's
-files are not transaction bounded, and memory stays bounded by the batch size, not the
-transaction's. (Rows arrive only for committed transactions, pgoutput protocol 1, so
-writing part of one is safe; the slot is confirmed only at transaction ends whose rows
-are all stored.) A file holds one table, one header (and, for Parquet, one set of column
-types) and one date folder: a schema change or a new commit date starts a new file.
+CdcMinFileSize count the same text bytes). Each table has its own batch, as DMS cuts its
+files per table (real output: each table's file closes CdcMaxBatchInterval after that
+table's own first change; docs/dms-fidelity.md): a table's batch is due once its oldest
+row has waited `interval_s` or its rows reach `size_bytes`, also in the middle of a
+transaction: DMS's files are not transaction bounded, and memory stays bounded by the
+batch size, not the transaction's. (Rows arrive only for committed transactions,
+pgoutput protocol 1, so writing part of one is safe.)
+
+The slot may be confirmed up to `safe_lsn()`: each batch remembers the end of the last
+transaction complete before its first row arrived, and nothing after the oldest such
+point is confirmed while that batch waits, so a crash replays its rows, never skips them.
+A file holds one table, one header (and, for Parquet, one set of column types) and one
+date folder: a schema change or a new commit date starts a new file.
 """
 
 from __future__ import annotations
@@ -98,37 +104,60 @@ class Batcher:
                              "must be positive")
         self.interval_s = interval_s
         self.size_bytes = size_bytes
-        self._batch = Batch()
+        self._batches: dict[str, Batch] = {}  # per table folder, in the order opened
+        self._safe: dict[str, int] = {}  # per folder: confirmable while its batch waits
 
     @property
     def pending(self) -> bool:
-        return self._batch.rows > 0
+        return bool(self._batches)
 
     def add_row(self, folder: str, header: tuple[str, ...], line: str, now: float,
-                types: tuple = (), partition: str = "") -> None:
-        if not self._batch.rows:
-            self._batch.opened_at = now
-        self._batch.add(folder, header, line, line_size(line), types, partition)
+                types: tuple = (), partition: str = "", safe_lsn: int = 0) -> None:
+        """`safe_lsn`: the end LSN of the last transaction complete before this row's."""
+        batch = self._batches.get(folder)
+        if batch is None:
+            batch = self._batches[folder] = Batch(opened_at=now)
+            self._safe[folder] = safe_lsn
+        batch.add(folder, header, line, line_size(line), types, partition)
 
-    def add(self, txn: Transaction, now: float) -> None:
+    def add(self, txn: Transaction, now: float, safe_lsn: int = 0) -> None:
         """All rows of a transaction the builder collected whole."""
         for seg in txn.segments:
             for line in seg.lines:
-                self.add_row(seg.folder, seg.header, line, now, seg.types, seg.partition)
+                self.add_row(seg.folder, seg.header, line, now, seg.types, seg.partition,
+                             safe_lsn)
+
+    def _due(self, batch: Batch, now: float) -> bool:
+        return batch.size >= self.size_bytes or now - batch.opened_at >= self.interval_s
 
     def size_reached(self) -> bool:
-        return self._batch.size >= self.size_bytes
+        return any(b.size >= self.size_bytes for b in self._batches.values())
 
     def ready(self, now: float) -> bool:
-        b = self._batch
-        return b.rows > 0 and (b.size >= self.size_bytes or now - b.opened_at >= self.interval_s)
+        return any(self._due(b, now) for b in self._batches.values())
 
     def seconds_until_due(self, now: float) -> float | None:
         """How long the caller may block before `ready` can turn true by time alone."""
-        if not self._batch.rows:
+        if not self._batches:
             return None
-        return max(0.0, self._batch.opened_at + self.interval_s - now)
+        return max(0.0, min(b.opened_at for b in self._batches.values())
+                   + self.interval_s - now)
 
-    def take(self) -> Batch:
-        batch, self._batch = self._batch, Batch()
-        return batch
+    def safe_lsn(self) -> int | None:
+        """The highest LSN the slot may be confirmed to while batches wait (None: none
+        waits, every row received is stored)."""
+        return min(self._safe.values()) if self._safe else None
+
+    def take(self, now: float | None = None) -> Batch:
+        """The batches due at `now` (all of them when `now` is None: a flush), as one."""
+        out = Batch()
+        for folder in list(self._batches):
+            batch = self._batches[folder]
+            if now is not None and not self._due(batch, now):
+                continue
+            del self._batches[folder], self._safe[folder]
+            out.opened_at = min(out.opened_at, batch.opened_at) if out.rows else batch.opened_at
+            out.runs += batch.runs
+            out.size += batch.size
+            out.rows += batch.rows
+        return out

@@ -1,15 +1,16 @@
 """Pure encoder/decoder for the AWS DMS S3-target CSV format (pipeline.toml [dms]).
 
 Columns: Op, <timestamp column>, <table columns in table order>, <change_seq column>.
-RFC 4180 quoting; NULL is an empty unquoted field and an empty string is `""`, so the
-two stay distinct through the round trip.
+RFC 4180 quoting, only where a value needs it, as DMS does: NULL is CsvNullValue
+(an empty field by default) and an empty string an empty field too, unless the lab's
+quote_empty writes it `""`.
 """
 
 from __future__ import annotations
 
 import gzip
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 
 from cdclab.settings import DmsSettings
@@ -42,15 +43,22 @@ class CsvFormat:
     op_for_full_load: bool = True  # IncludeOpForFullLoad
     cdc_ops: tuple[str, ...] = OPS  # CdcInsertsOnly: (I,); CdcInsertsAndUpdates: (I, U)
     gzip: bool = False  # CompressionType GZIP
-    # An empty string as "" (the lab's default, so NULL and '' stay apart when NULL is
-    # written empty) or empty (Rfc4180's documented rule quotes only quotes, commas
-    # and newlines: with CsvNullValue "" DMS cannot tell NULL from '').
-    quote_empty: bool = True
+    # An empty string as an empty field, as DMS writes it (Rfc4180 quotes only quotes,
+    # commas and newlines; real output: an empty bytea is an empty field, see
+    # docs/dms-fidelity.md), so with CsvNullValue "" it reads as NULL. True: "" (the
+    # lab's deviation, keeping '' apart from NULL).
+    quote_empty: bool = False
     # Rfc4180 false: no quoting at all, values written as they are (a delimiter or a
     # newline inside one then ends it, as the S3 settings page says of a source)
     rfc4180: bool = True
     # DataFormat parquet: these settings, and the CSV-only ones above do not apply
     parquet: ParquetOptions | None = None
+
+    def __post_init__(self) -> None:
+        # the Parquet writer needs TimestampColumnName too (it is REQUIRED there)
+        if self.parquet is not None and self.parquet.timestamp_column != self.timestamp_column:
+            object.__setattr__(self, "parquet", replace(
+                self.parquet, timestamp_column=self.timestamp_column))
 
     @property
     def suffix(self) -> str:

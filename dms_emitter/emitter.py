@@ -115,9 +115,7 @@ class EmitterConfig:
         size_kb = float(env.get(settings.ENV_BATCH_SIZE_KB, p.dms.cdc_min_file_size_kb
                                 or settings.LAB_BATCH_SIZE_KB))
         d = p.dms
-        render = RenderOptions(d.trim_space_in_char, d.map_unbounded_numeric_as_string,
-                               d.bytea_format, d.timestamptz_time_zone, d.lob_max_size_kb,
-                               d.interval_style)
+        render = RenderOptions.from_settings(d)
         try:
             partitions = DatePartitioning(d.date_partition_enabled, d.date_partition_sequence,
                                           d.date_partition_delimiter,
@@ -543,8 +541,10 @@ class Emitter:
             on_schema_change=self.schema_changed,
             fail_on_lob_truncation=cfg.fail_on_lob_truncation, seq_layout=cfg.seq_layout,
             partitions=cfg.partitions,
+            # a row's batch may let the slot be confirmed up to the last transaction
+            # complete before the row's own (seen_end, while its transaction is read)
             on_row=lambda folder, header, line, types, partition: batcher.add_row(
-                folder, header, line, time.monotonic(), types, partition))
+                folder, header, line, time.monotonic(), types, partition, seen_end))
         self.folders = {t.plan.folder: t.plan.qualified for t in self.selected}
         conn.start(cfg.slot, [cfg.publication, repl.inserts_publication(cfg.publication)])
         self.log(f"streaming from slot {cfg.slot} at {pg.format_lsn(confirmed)}")
@@ -573,14 +573,17 @@ class Emitter:
                 if txn is not None:
                     seen_end = max(seen_end, txn.end_lsn)
                 if batcher.size_reached():  # mid-read: a huge transaction stays bounded
-                    self.write_batch(batcher, builder.last_change)
+                    self.write_batch(batcher, builder.last_change, time.monotonic())
             now = time.monotonic()
             # a stop inside a transaction writes nothing more: the slot replays it whole
             stop_flush = self.stopping and not builder.in_transaction
             if batcher.pending and (batcher.ready(now) or stop_flush):
-                self.write_batch(batcher, builder.last_change)
-            if not batcher.pending and seen_end > confirmed:
-                confirmed = seen_end  # only now: every change up to here is in a stored file
+                # each table's file when its own interval or size is up (DMS's cut)
+                self.write_batch(batcher, builder.last_change, None if stop_flush else now)
+            safe = batcher.safe_lsn()  # every change up to here is in a stored file
+            target = seen_end if safe is None else min(seen_end, safe)
+            if target > confirmed:
+                confirmed = target
                 conn.send_status(confirmed)
                 last_status = now
                 unsaved = True
@@ -595,17 +598,26 @@ class Emitter:
             if self.stopping:
                 self.log(f"stopped cleanly at {pg.format_lsn(confirmed)}")
                 return None
-            if (now >= next_check and not batcher.pending and not builder.in_transaction
-                    and seen_end <= confirmed):
+            if now >= next_check and not builder.in_transaction:
                 next_check = now + cfg.selection_check_s
                 if self.selection_changed(reader):
-                    return RESELECT  # everything received is stored and confirmed
+                    # store and confirm everything received, then select again
+                    if batcher.pending:
+                        self.write_batch(batcher, builder.last_change)
+                    if seen_end > confirmed:
+                        confirmed = seen_end
+                        conn.send_status(confirmed)
+                        self.save(confirmed_lsn=pg.format_lsn(confirmed),
+                                  confirmed_at=datetime.now(UTC).isoformat())
+                    return RESELECT
 
     def write_batch(self, batcher: Batcher,
-                    last_change: dict[str, tuple[int, int]] | None = None) -> None:
-        """One file per table and header: a schema change starts a new file.
+                    last_change: dict[str, tuple[int, int]] | None = None,
+                    now: float | None = None) -> None:
+        """One file per table and header: a schema change starts a new file. The tables
+        whose batch is due at `now` (all of them when None: a flush).
         `last_change`: per folder, the commit LSN and time of its newest row (status)."""
-        batch = batcher.take()
+        batch = batcher.take(now)
         for segment in batch.files():
             sink = self.sink.child(join(segment.folder, segment.partition))
             fmt = self.cfg.fmt

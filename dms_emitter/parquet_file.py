@@ -36,14 +36,28 @@ def arrow_type(col: pt.ColumnType, millis: bool = False) -> pa.DataType:
     if kind == pt.DECIMAL:
         return pa.decimal128(col.precision, col.scale)
     if kind == pt.TIMESTAMP:
-        return pa.timestamp("ms" if millis else "us")  # DATETIME: no zone
+        # DMS's files carry the legacy TIMESTAMP_MILLIS / _MICROS annotation, which means
+        # UTC-adjusted (docs/dms-fidelity.md): an Arrow timestamp with a zone writes it
+        return pa.timestamp("ms" if millis else "us", tz="UTC")
     raise ValueError(f"unknown Parquet kind {kind!r}")
 
 
 def arrow_schema(names: Sequence[str], types: Sequence[pt.ColumnType],
-                 millis: bool = False) -> pa.Schema:
-    return pa.schema([pa.field(n, arrow_type(t, millis)) for n, t in
-                      zip(names, types, strict=True)])
+                 millis: bool = False, required: str = "") -> pa.Schema:
+    """The file's schema: every column OPTIONAL but the first named `required` (DMS
+    writes its TimestampColumnName REQUIRED)."""
+    at = list(names).index(required) if required and required in names else -1
+    return pa.schema([pa.field(n, arrow_type(t, millis), nullable=i != at)
+                      for i, (n, t) in enumerate(zip(names, types, strict=True))])
+
+
+def statistics_columns(names: Sequence[str], types: Sequence[pt.ColumnType],
+                       enabled: bool) -> list[str] | bool:
+    """EnableStatistics: statistics on every column chunk but DECIMAL ones, which DMS's
+    files have none on; False when disabled."""
+    if not enabled:
+        return False
+    return [n for n, t in zip(names, types, strict=True) if t.kind != pt.DECIMAL]
 
 
 def parse_rows(lines: Iterable[str]) -> Iterable[list[str | None]]:
@@ -61,7 +75,8 @@ class ParquetFileWriter:
                  render: RenderOptions = pt.DEFAULT_RENDER,
                  warn: Callable[[str], None] = lambda _m: None) -> None:
         self.out, self.names, self.options, self.warn = out, list(names), options, warn
-        self.schema = arrow_schema(names, types, options.timestamp_millis)
+        self.schema = arrow_schema(names, types, options.timestamp_millis,
+                                   options.timestamp_column)
         self._convert = [pt.converter(t, render, options.timestamp_millis) for t in types]
         self._columns: list[list[object]] = [[] for _ in names]
         self.rows = 0
@@ -70,9 +85,10 @@ class ParquetFileWriter:
             version="1.0" if options.version == "parquet-1-0" else "2.4",
             use_dictionary=options.encoding != "plain",
             compression="gzip" if options.gzip else "none",
-            write_statistics=options.statistics,
+            write_statistics=statistics_columns(names, types, options.statistics),
             data_page_size=options.data_page_size,
-            dictionary_pagesize_limit=options.dict_page_size_limit)
+            dictionary_pagesize_limit=options.dict_page_size_limit,
+            store_schema=False)  # DMS's footers hold no ARROW:schema
 
     def add(self, row: Row) -> None:
         if len(row) != len(self.names):

@@ -85,6 +85,8 @@ def column_type(pg: PgType, options: RenderOptions = DEFAULT_RENDER) -> ColumnTy
         return ColumnType(TIME32)  # TIME
     if name in ("timestamp", "timestamptz"):
         return ColumnType(TIMESTAMP)  # DATETIME
+    if name == "bool" and options.map_boolean_as_boolean:
+        return ColumnType(BOOL)  # MapBooleanAsBoolean: BOOLEAN -> BOOL
     # BOOLEAN is CHAR(5) "false or true" for a PostgreSQL source: a STRING, not BOOL
     return STRING_COLUMN
 
@@ -223,6 +225,8 @@ class ParquetOptions:
     row_group_length: int = DEFAULT_ROW_GROUP_LENGTH
     dict_page_size_limit: int = DEFAULT_PAGE_BYTES
     gzip: bool = False  # CompressionType GZIP: the column chunks' codec
+    # TimestampColumnName: the one column DMS writes REQUIRED (CsvFormat sets it)
+    timestamp_column: str = ""
 
     def __post_init__(self) -> None:
         if self.version not in PARQUET_VERSIONS:

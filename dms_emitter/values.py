@@ -10,13 +10,19 @@ setting in RenderOptions.
 from __future__ import annotations
 
 import base64
+import math
 import re
+import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
+from typing import TYPE_CHECKING
 
 from dms_emitter.pgoutput import text_of
 from dms_emitter.source_types import PgType, SourceColumn
+
+if TYPE_CHECKING:
+    from cdclab.settings import DmsSettings
 
 BYTEA_HEX, BYTEA_BASE64, BYTEA_POSTGRES = "hex", "base64", "postgres"
 BYTEA_FORMATS = (BYTEA_HEX, BYTEA_BASE64, BYTEA_POSTGRES)
@@ -67,6 +73,18 @@ class RenderOptions:
     # Not documented by AWS: how INTERVAL (a STRING(128)) is spelled. PostgreSQL's
     # IntervalStyle prints it: postgres | postgres_verbose | sql_standard | iso_8601.
     interval_style: str = "postgres"
+    # PostgreSQL source endpoint setting MapBooleanAsBoolean (default false): BOOLEAN
+    # stays a boolean (Parquet BOOLEAN) instead of CHAR(5). Its CSV text is not
+    # documented: `true` / `false` either way.
+    map_boolean_as_boolean: bool = False
+
+    @classmethod
+    def from_settings(cls, d: DmsSettings) -> RenderOptions:
+        """The renderer's part of the checked pipeline.toml [dms] settings (the emitter
+        and `cdclab reconcile` render alike)."""
+        return cls(d.trim_space_in_char, d.map_unbounded_numeric_as_string, d.bytea_format,
+                   d.timestamptz_time_zone, d.lob_max_size_kb, d.interval_style,
+                   d.map_boolean_as_boolean)
 
     def __post_init__(self) -> None:
         if self.bytea_format not in BYTEA_FORMATS:
@@ -81,6 +99,47 @@ def render_bool(text: str) -> str:
     if text == "f":
         return "false"
     raise RenderError(f"boolean {text!r}: expected 't' or 'f'")
+
+
+_F32, _U32 = struct.Struct("<f"), struct.Struct("<I")
+_MIN_SUBNORMAL32 = 2.0 ** -149
+
+
+def float32_of(text: str) -> float:
+    """The float32 a real's text stands for (strtof): PostgreSQL prints it shortest, and
+    rounding its double again is exact except when the double lies on a float32 midpoint
+    (double rounding), which the exact decimal decides."""
+    d = float(text)
+    f = _F32.unpack(_F32.pack(d))[0]
+    if f == d or not math.isfinite(f):
+        return f
+    if f == 0.0:
+        other = math.copysign(_MIN_SUBNORMAL32, d)
+    else:  # the float32 next to f, on d's side
+        bits = _U32.unpack(_F32.pack(f))[0]
+        other = _F32.unpack(_U32.pack(bits + (1 if (d > f) == (f > 0) else -1)))[0]
+    if (f + other) / 2 != d:  # exact: two neighbouring float32 sum within 25 bits
+        return f
+    exact = Decimal(text)
+    return other if abs(Decimal(other) - exact) < abs(Decimal(f) - exact) else f
+
+
+def render_real(text: str) -> str:
+    """REAL4 as DMS writes it: C's %+.8e of the float32 (`+3.23800011e+01`; NaN and
+    ±Infinity as glibc prints them, `+nan`, `+inf`, `-inf`: not seen in real output)."""
+    try:
+        return f"{float32_of(text):+.8e}"
+    except ValueError:
+        raise RenderError(f"real {text!r} is not a number") from None
+
+
+def render_double(text: str) -> str:
+    """REAL8 as DMS writes it: C's %+.16e (`+2.1804858784530072e+04`), 17 significant
+    digits, which give back every double."""
+    try:
+        return f"{float(text):+.16e}"
+    except ValueError:
+        raise RenderError(f"double precision {text!r} is not a number") from None
 
 
 def _fixed(value: Decimal, scale: int) -> str:
@@ -188,10 +247,14 @@ def bytea_renderer(fmt: str) -> Render | None:
 
 def renderer_for(pg_type: PgType, options: RenderOptions = RenderOptions()) -> Render | None:
     """The rule for one column type; None when DMS writes the PostgreSQL text as it is
-    (integers, bounded numerics, floats, strings, uuid, json, arrays, network, enum...)."""
+    (integers, bounded numerics, strings, uuid, json, arrays, network, enum...)."""
     name = pg_type.name
     if name == "bool":
         return render_bool
+    if name == "float4":
+        return render_real
+    if name == "float8":
+        return render_double
     if name == "numeric":
         unbounded = pg_type.numeric_precision_scale is None
         if unbounded and not options.map_unbounded_numeric_as_string:

@@ -62,7 +62,11 @@ TS_PATTERN = r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?$"
 DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
 INTEGER_PATTERN = r"^[+-]?\d{1,19}$"
 DECIMAL_PATTERN = r"^[+-]?(\d+(\.\d*)?|\.\d+)$"
-FLOAT_PATTERN = r"^([+-]?((\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?|Infinity)|NaN)$"
+# DMS writes REAL4 / REAL8 as C's %+.8e / %+.16e (+3.23800011e+01); NaN and infinities
+# then as glibc prints them (+nan, -nan, +inf, -inf: not seen in real output), or as
+# PostgreSQL does (NaN, Infinity). Spark casts all of them but a signed nan (SIGNED_NAN).
+FLOAT_PATTERN = r"^([+-]?((\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?|Infinity|inf|nan)|NaN)$"
+SIGNED_NAN = r"^[+-]nan$"
 BOOLEAN_PATTERN = r"^(true|false)$"
 SEQ_PATTERN = r"^\d{35}$"
 TYPE_PATTERNS = {"smallint": INTEGER_PATTERN, "int": INTEGER_PATTERN,
@@ -138,13 +142,22 @@ def _shown(name: str):
     return F.coalesce(F.concat(F.lit("'"), F.col(q(name)), F.lit("'")), F.lit("NULL"))
 
 
-def _not_a(name: str, pattern: str, sql_type: str):
+def castable(name: str, sql_type: str, text: bool = True) -> str:
+    """SQL of a bronze column as Spark's cast must see it to give DMS's value (`text`: a
+    string column, as CSV's): glibc's `+nan` is NaN, which Spark's cast reads only as
+    `nan` or `NaN`."""
+    if text and sql_type in ("float", "double"):
+        return f"regexp_replace({q(name)}, '{SIGNED_NAN}', 'NaN')"
+    return q(name)
+
+
+def _not_a(name: str, pattern: str, sql_type: str, text: bool = True):
     """True unless the column has the text form `pattern` and casts to `sql_type`."""
     from pyspark.sql import functions as F
 
     value = F.col(q(name))
     return (value.isNull() | ~value.rlike(pattern)
-            | F.expr(f"try_cast({q(name)} AS {sql_type})").isNull())
+            | F.expr(f"try_cast({castable(name, sql_type, text)} AS {sql_type})").isNull())
 
 
 def _type_reason(name: str, sql_type: str):
@@ -163,6 +176,7 @@ def reason_column(spec: dict):
     from pyspark.sql import functions as F
 
     columns = spec["bronze_columns"]
+    text = spec.get("bronze_format", "csv") == "csv"  # Parquet columns come typed
     op, seq = role_column(spec, ROLE_OP), role_column(spec, ROLE_CHANGE_SEQ)
     checks = [(F.col(q(op)).isNull() | ~F.col(q(op)).isin(*OPS),
                F.concat(F.lit("bad Op "), _shown(op)))]
@@ -184,7 +198,7 @@ def reason_column(spec: dict):
                 checks.append((F.col(q(name)).isNull(),
                                F.lit(f"key column {name} is NULL")))
             continue
-        bad = _not_a(name, pattern, sql_type)
+        bad = _not_a(name, pattern, sql_type, text)
         checks.append((bad if required else F.col(q(name)).isNotNull() & bad,
                        _type_reason(name, sql_type)))
     reason = F.when(*checks[0])
@@ -231,6 +245,7 @@ def silver_projection(spec: dict) -> list:
     from pyspark.sql import functions as F
 
     out = []
+    text = spec.get("bronze_format", "csv") == "csv"
     for c in spec["silver_columns"]:
         value = F.col(q(c["from"]))
         if c.get("transform") == "split":
@@ -238,7 +253,7 @@ def silver_projection(spec: dict) -> list:
             value = (F.when(value.isNotNull(), parts.getItem(0)) if c["part"] == 0
                      else F.when(F.size(parts) > 1, parts.getItem(1)))
         elif c["type"] != "string":
-            value = value.cast(c["type"])
+            value = F.expr(castable(c["from"], c["type"], text)).cast(c["type"])
         out.append(value.alias(c["name"]))
     return out
 
@@ -902,13 +917,19 @@ class InputGuard:
         inflight = self.doc.get("inflight")
         if not inflight or inflight.get("run_id") == self.run_id:
             return
-        recorded = inflight.get("error")  # the run caught it itself: its whole text
-        state, error = ("FAILED", recorded) if recorded else self._run_outcome(inflight["run_id"])
-        if input_failure(state, error):
+        # how Glue says it ended, and the whole text of what the run caught itself, if
+        # anything (a dying driver reaches the run as a py4j network error: only Glue's
+        # reason names the death)
+        state, error = self._run_outcome(inflight["run_id"])
+        both = "\n".join(filter(None, (error, inflight.get("error"))))
+        files = len(inflight.get("files") or [])
+        if input_failure(state, both):
             log(f"run {inflight['run_id']} did not finish reading {inflight['table']} "
-                f"({len(inflight.get('files') or [])} files): {state} {error or ''}".rstrip())
+                f"({files} files): {state}: {both[:500]}")
             self.doc = note_failure(self.doc, inflight)
         else:
+            log(f"run {inflight['run_id']} did not finish reading {inflight['table']} "
+                f"({files} files), not because of them: {state}: {both[:300]}")
             self.doc = {**self.doc, "inflight": None}
 
     def _run_outcome(self, run_id: str) -> tuple[str | None, str | None]:

@@ -18,8 +18,8 @@ A run that leaves input for later (bounded execution) writes its job's backlog m
 when a run ends ("Glue Job State Change") and on the sweep's schedule ("Scheduled
 Event"); either way a job whose marker exists gets its next run, with no new upload.
 
-Deployable as is: the zip holds this file, object_gate.py and eventbridge_events.py (no
-cdclab import).
+Deployable as is: the zip holds this file, object_gate.py (with the gate_*.py it imports)
+and eventbridge_events.py (no cdclab import).
 Locally, AWS_ENDPOINT_URL_GLUE / _S3 point boto3 at the local Glue API and MinIO and the
 watcher calls `lambda_handler` with the same S3 event S3 sends.
 """

@@ -25,7 +25,13 @@ from tests.resources.emitter import fresh_table
 pytestmark = pytest.mark.integration
 
 CASES = sorted((Path(__file__).parents[1] / "corpus" / "dms").glob("*.toml"))
+LABELS = ("documented", "not seen: cdclab's choice")
 PLACEHOLDERS = {"ts": r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6}", "seq": r"\d{35}"}
+
+
+def label_ok(label: str) -> bool:
+    """How the case's rule is known (docs/dms-fidelity.md "Rules from real output")."""
+    return label in LABELS or bool(re.fullmatch(r"seen in real output \(.+\)", label))
 
 
 def pattern(body: str, values: dict[str, str]) -> re.Pattern[str]:
@@ -61,6 +67,7 @@ def settings_of(case: dict) -> dict:
 def test_case(path: Path, postgres, emit) -> None:
     case = tomllib.loads(path.read_text())
     assert case.get("source"), f"{path.name}: name the AWS passage the case follows"
+    assert label_ok(case.get("label", "")), f"{path.name}: label {case.get('label')!r}"
     table = fresh_table(postgres.dsn, ";\n".join(case["setup"]))
     with psycopg.connect(postgres.dsn) as conn:
         values = {k: conn.execute(q.replace("{name}", table)).fetchone()[0]

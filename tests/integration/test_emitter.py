@@ -31,7 +31,8 @@ COLUMNS = ["id", "url", "name", "since", "location", "response_time", "response_
 
 
 def source_rows(dsn: str) -> dict[str, dict]:
-    cols = ", ".join(f"{c}::text" for c in COLUMNS)
+    """The source as the files carry it: DMS writes '' as an empty field, read as NULL."""
+    cols = ", ".join(f"NULLIF({c}::text, '')" for c in COLUMNS)
     with psycopg.connect(dsn) as conn:
         rows = conn.execute(f"SELECT {cols} FROM public.hosts_demo").fetchall()
     return {r[0]: dict(zip(COLUMNS, r, strict=True)) for r in rows}

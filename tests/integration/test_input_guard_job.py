@@ -56,7 +56,7 @@ def final(glue, job: str, run_id: str) -> dict:
 
 
 def test_an_object_failing_every_run_is_skipped_and_the_rest_reaches_silver(
-        iceberg_rest: dict, empty_bronze, tmp_path: Path) -> None:
+        iceberg_rest: dict, fresh_lake, tmp_path: Path) -> None:
     p = settings.load_pipeline()
     env = dict(iceberg_rest["env"])
     ctx = StackContext(state_dir=tmp_path / "state", env=dict(env))

@@ -215,7 +215,7 @@ def run_job(glue, endpoint: str, job: str, timeout: float = 900.0,
     raise AssertionError(f"job run {run_id} did not finish within {timeout}s")
 
 
-def test_job_matches_merge_model_out_of_order_and_replayed(iceberg_rest: dict, empty_bronze,
+def test_job_matches_merge_model_out_of_order_and_replayed(iceberg_rest: dict, fresh_lake,
                                                            tmp_path: Path) -> None:
     p = settings.load_pipeline()
     env = dict(iceberg_rest["env"])

@@ -70,7 +70,7 @@ UPKEEP_NOW = {"--maintenance_interval_minutes": "0", "--snapshot_retention_hours
               "--tombstone_retention_days": "30"}
 
 
-def test_capped_runs_report_backlog_and_upkeep_is_scheduled(iceberg_rest: dict, empty_bronze,
+def test_capped_runs_report_backlog_and_upkeep_is_scheduled(iceberg_rest: dict, fresh_lake,
                                                             tmp_path: Path) -> None:
     p = settings.load_pipeline()
     env = dict(iceberg_rest["env"])

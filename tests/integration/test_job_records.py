@@ -203,3 +203,48 @@ def test_rows_without_a_source_file_stop_the_run_before_the_bookmark(spark) -> N
     named = df.where(f"{job.SOURCE_FILE_COLUMN} IS NOT NULL")
     files, rows, bad = job.account(job.bronze_records(named, SPEC))
     assert (files, rows, bad) == (["s3://b/a.csv"], 1, 0)
+
+
+def test_floats_in_dms_exponent_form_cast_to_the_same_values(glue, tmp_path) -> None:
+    """real / double precision as DMS writes them (%+.8e / %+.16e; NaN and infinities as
+    glibc prints them): every form the emitter writes reads back, through Glue's reader
+    and the job's cast, as the source's float32 / double; anything else is quarantined."""
+    import math
+
+    from cdclab.settings import load_pipeline
+    from cdclab.table_specs import SourceTable, build_spec
+    from cdclab.tables_sync import layout_of
+    from dms_emitter.source_types import PgType, SourceColumn
+    from dms_emitter.values import float32_of, render_double, render_real
+
+    reals = ["32.38", "-1.5", "0", "-0", "1e-45", "3.4028235e+38", "NaN", "Infinity",
+             "-Infinity", "9.80000019", "NaN"]
+    doubles = ["21804.858784530072", "1e+300", "-0.11118453", "5e-324", "NaN", "Infinity",
+               "-Infinity", "-0", "0.1", "1.7976931348623157e+308", "NaN"]
+    columns = [SourceColumn("id", PgType("int4"), True), SourceColumn("r", PgType("float4")),
+               SourceColumn("d", PgType("float8"))]
+    spec = build_spec(SourceTable("public", "f", "public/f", columns, ["id", "r", "d"],
+                                  ["change_seq"], ["id"]), layout_of(load_pipeline()))
+    rows = [f"I,2026-11-22 10:15:00.123456,{i},{render_real(r)},{render_double(d)},{SEQ}\n"
+            for i, (r, d) in enumerate(zip(reals, doubles, strict=True))]
+    rows.append(f"I,2026-11-22 10:15:00.123456,99,+nanx,1,{SEQ}\n")
+    (tmp_path / "20261122-101500123.csv").write_text(
+        "Op,last_updated_ts,id,r,d,change_seq\n" + "".join(rows))
+    frame = glue.create_dynamic_frame.from_options(
+        connection_type="s3", connection_options={"paths": [tmp_path.as_uri()]},
+        format="csv", format_options={"withHeader": True, "multiLine": True,
+                                      "attachFilename": job.SOURCE_FILE_COLUMN})
+    records = job.bronze_records(frame.toDF(), spec).cache()
+    bad = [r[job.REASON] for r in records.where(f"{job.REASON} IS NOT NULL").collect()]
+    assert bad == ["r is not a FLOAT: '+nanx'"]
+    silver = records.where(f"{job.REASON} IS NULL").select(*job.silver_projection(spec))
+    got = {row["id"]: (row["r"], row["d"]) for row in silver.collect()}
+
+    def same(a: float, b: float) -> bool:  # NaN is NaN; -0 is not 0
+        return (math.isnan(a) and math.isnan(b)) or (
+            a == b and math.copysign(1, a) == math.copysign(1, b))
+
+    assert len(got) == len(reals)
+    for i, (r, d) in enumerate(zip(reals, doubles, strict=True)):
+        assert same(got[i][0], float32_of(r)), (r, got[i][0])
+        assert same(got[i][1], float(d)), (d, got[i][1])

@@ -85,6 +85,8 @@ def test_the_watcher_reads_and_quarantines_but_never_writes_bronze(minio: dict, 
     assert _denied(s3.put_object, Bucket=lk.bronze_bucket, Key=_key(p.watched_prefix),
                    Body=b"x")
     assert _denied(s3.get_object, Bucket=lk.bronze_bucket, Key=target)  # written, not read
+    for key in (target, target + ".reason.json"):  # the session's MinIO is shared
+        minio["s3"].delete_object(Bucket=lk.bronze_bucket, Key=key)
     assert _denied(s3.put_object, Bucket=lk.silver_bucket, Key="warehouse/x", Body=b"x")
     assert _denied(s3.list_objects_v2, Bucket=lk.silver_bucket)
 

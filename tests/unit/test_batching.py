@@ -24,8 +24,10 @@ def test_every_row_once_in_order_per_table_in_files_of_one_header(
         sent.append((folder, line))
         batcher.add_row(folder, header, line, now)
         if batcher.ready(now):
-            batch = batcher.take()
-            assert batch.size >= size or now - batch.opened_at >= interval
+            batch = batcher.take(now)  # only the tables whose batch is due
+            assert batch.rows
+            for f in batch.files():
+                assert f.lines
             files += batch.files()
     if batcher.pending:
         files += batcher.take().files()
@@ -45,3 +47,52 @@ def test_closes_on_interval_or_size() -> None:
     b.take()
     b.add_row("f", ("a",), "é" * 60 + "\n", 20.0)  # 121 UTF-8 bytes
     assert b.ready(20.0)  # size reached, no waiting
+
+
+def test_each_table_is_cut_on_its_own_interval() -> None:
+    """Real DMS output: each table's file closes CdcMaxBatchInterval after that table's
+    own first change (docs/dms-fidelity.md); one batch for all would cut B at A's time."""
+    b = Batcher(60.0, 10**9)
+    b.add_row("a/t", ("x",), "a1\n", 0.0)
+    b.add_row("b/u", ("x",), "b1\n", 30.0)
+    assert b.seconds_until_due(30.0) == 30.0
+    assert not b.ready(59.9) and b.ready(60.0)
+    first = b.take(60.0)
+    assert [(f.folder, f.lines) for f in first.files()] == [("a/t", ("a1\n",))]
+    b.add_row("a/t", ("x",), "a2\n", 61.0)
+    assert b.seconds_until_due(61.0) == 29.0  # b/u's, opened at 30
+    assert [(f.folder, f.lines) for f in b.take(90.0).files()] == [("b/u", ("b1\n",))]
+    assert [(f.folder, f.lines) for f in b.take(121.0).files()] == [("a/t", ("a2\n",))]
+    assert not b.pending
+
+
+@given(st.lists(st.tuples(st.lists(st.sampled_from(["a/t", "b/u", "c/v"]), min_size=1,
+                                   max_size=4),
+                          st.floats(0, 3)), min_size=1, max_size=40),
+       st.floats(0.5, 5), st.integers(20, 200))
+def test_the_slot_is_never_confirmed_past_a_row_not_yet_stored(txns, interval, size) -> None:
+    """The emitter confirms up to safe_lsn() (or everything received when nothing waits):
+    never past a transaction with a row still in a batch, and with every batch written it
+    reaches the last transaction (a table that keeps changing never holds the slot for
+    good: its batch is cut on its own interval)."""
+    b = Batcher(interval, size)
+    now, seen_end, confirmed = 0.0, 0, 0
+    unstored: dict[int, int] = {}  # transaction end LSN -> rows not yet in a file
+    for n, (folders, gap) in enumerate(txns, 1):
+        now += gap
+        end = n * 10
+        for i, folder in enumerate(folders):
+            b.add_row(folder, ("x",), f"{end}:{i}\n", now, safe_lsn=seen_end)
+            unstored[end] = unstored.get(end, 0) + 1
+        seen_end = end
+        if b.ready(now):
+            for f in b.take(now).files():
+                for line in f.lines:
+                    e = int(line.split(":")[0])
+                    unstored[e] -= 1
+        safe = b.safe_lsn()
+        confirmed = max(confirmed, seen_end if safe is None else min(seen_end, safe))
+        waiting = [e for e, left in unstored.items() if left]
+        assert not waiting or confirmed < min(waiting)
+    b.take()
+    assert b.safe_lsn() is None  # all stored: the caller confirms seen_end

@@ -20,6 +20,7 @@ from cdclab.table_specs import bronze_table_input, for_lake
 from deploy.lambda_package import build_zip, code_sha256
 from deploy.options import ACCOUNT_PLACEHOLDER, DeployError, DeployOptions
 from deploy.plan import LAMBDA_SOURCE, aws_pipeline, build_plan
+from lambda_shim import object_gate
 from tests.resources.specs import hosts_spec
 
 P = load_pipeline()
@@ -156,10 +157,12 @@ def test_source_endpoint_gets_the_source_settings_the_emitter_follows():
     source = plan.get("dms-endpoint", plan.names.source_endpoint).settings
     assert source["PostgreSQLSettings"]["TrimSpaceInChar"] is P.dms.trim_space_in_char
     assert source["ExtraConnectionAttributes"] == ""  # MapUnboundedNumericAsString off
+    assert source["PostgreSQLSettings"]["MapBooleanAsBoolean"] is False  # AWS's default
     wide = dataclasses.replace(P, dms=dataclasses.replace(
-        P.dms, map_unbounded_numeric_as_string=True))
+        P.dms, map_unbounded_numeric_as_string=True, map_boolean_as_boolean=True))
     source = build_plan(wide, FULL).get("dms-endpoint", plan.names.source_endpoint).settings
     assert source["ExtraConnectionAttributes"] == "MapUnboundedNumericAsString=true"
+    assert source["PostgreSQLSettings"]["MapBooleanAsBoolean"] is True
     model = botocore.session.get_session().get_service_model("dms")
     assert set(source["PostgreSQLSettings"]) <= set(
         model.shape_for("PostgreSQLSettings").members)
@@ -221,20 +224,51 @@ def test_lambda_zip_is_deterministic_and_holds_the_handler_at_the_root():
     a, b = build_zip(LAMBDA_SOURCE), build_zip(LAMBDA_SOURCE)
     assert a == b and code_sha256(a) == code_sha256(b)
     with zipfile.ZipFile(io.BytesIO(a)) as zf:
-        assert zf.namelist() == ["lambda_function.py", "object_gate.py",
-                                 "eventbridge_events.py"]
+        assert zf.namelist() == ["lambda_function.py", "object_gate.py", "gate_base.py",
+                                 "gate_csv.py", "gate_parquet.py", "eventbridge_events.py"]
         assert zf.read("lambda_function.py") == LAMBDA_SOURCE.read_bytes()
 
 
+# (key, bytes) the extracted gate decides as the repository's does: CSV, gzip, Parquet
+ZIP_GATE_CASES = [
+    ("dms/t/a.csv", b"id,name\n1,x\n"),
+    ("dms/t/a.csv", b"id,name\n1,x,y\n"),
+    ("dms/t/a.csv.gz", b"not gzip"),
+    ("dms/t/a.parquet", b"PAR1"),
+    ("dms/t/a[1].csv", b""),
+]
+ZIP_PROBE = """
+import json, sys
+# the repository's packages (the editable install finds them): none ships in the zip
+for name in ("lambda_shim", "cdclab", "deploy", "dms_emitter", "glue_local", "tests"):
+    sys.modules[name] = None
+sys.path.insert(0, sys.argv[1])
+import lambda_function, object_gate
+files = {m: sys.modules[m].__file__ for m in sys.modules
+         if (getattr(sys.modules[m], "__file__", None) or "").startswith(sys.argv[1])}
+verdicts = [getattr(object_gate.inspect(key, [data.encode("latin-1")]), "reason", None)
+            for key, data in json.loads(sys.argv[2])]
+print(json.dumps({"files": files, "verdicts": verdicts}))
+"""
+
+
 def test_lambda_zip_imports_as_deployed_without_the_repository(tmp_path):
-    """Lambda puts the zip's root on sys.path; lambda_shim is not there."""
+    """Lambda puts the zip's root on sys.path; lambda_shim is not there. Every module of
+    the zip imports from the extracted copy (-I: no PYTHONPATH, no script directory) and
+    the gate decides as the repository's does."""
     with zipfile.ZipFile(io.BytesIO(build_zip(LAMBDA_SOURCE))) as zf:
         zf.extractall(tmp_path)
-    probe = ("import sys; sys.modules['lambda_shim'] = None; import lambda_function; "
-             "print(lambda_function.object_gate.__file__)")
-    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, check=True,
-                         capture_output=True, text=True).stdout.strip()
-    assert out == str(tmp_path / "object_gate.py")
+        names = zf.namelist()
+    cases = [(key, data.decode("latin-1")) for key, data in ZIP_GATE_CASES]
+    out = subprocess.run([sys.executable, "-I", "-c", ZIP_PROBE, str(tmp_path),
+                          json.dumps(cases)], cwd=tmp_path, check=True, capture_output=True,
+                         text=True).stdout
+    probe = json.loads(out)
+    assert probe["files"] == {name[:-3]: str(tmp_path / name) for name in names}
+    expected = [getattr(object_gate.inspect(key, [data]), "reason", None)
+                for key, data in ZIP_GATE_CASES]
+    assert probe["verdicts"] == expected
+    assert expected[0] is None and all(expected[1:])
 
 
 def test_dry_run_prints_the_complete_plan_without_credentials(monkeypatch, tmp_path):

@@ -40,22 +40,32 @@ rows = st.builds(
 )
 
 
-@given(st.lists(rows, max_size=10))
-def test_round_trip(dms_rows: list[DmsRow]) -> None:
-    text = encode_file([*COLUMNS, "change_seq"], [encode_row(r, FMT) for r in dms_rows], FMT)
-    parsed = parse_dms_csv(text, "test.csv", FMT)
+@given(st.lists(rows, max_size=10), st.booleans())
+def test_round_trip(dms_rows: list[DmsRow], quote_empty: bool) -> None:
+    """Every value comes back, but '' written as DMS writes it (an empty field, like
+    NULL) comes back NULL; the lab's quote_empty keeps it."""
+    fmt = dataclasses.replace(FMT, quote_empty=quote_empty)
+    text = encode_file([*COLUMNS, "change_seq"], [encode_row(r, fmt) for r in dms_rows], fmt)
+    parsed = parse_dms_csv(text, "test.csv", fmt)
     assert len(parsed) == len(dms_rows)
     for got, want in zip(parsed, dms_rows, strict=True):
         assert got["Op"] == want.op
         assert parse_ts(got["last_updated_ts"]) == want.ts
-        assert tuple(got[c] for c in COLUMNS) == want.values
+        read = want.values if quote_empty else tuple(v or None for v in want.values)
+        assert tuple(got[c] for c in COLUMNS) == read
         assert got["change_seq"] == want.change_seq
 
 
-def test_null_is_unquoted_empty_and_empty_string_is_quoted() -> None:
+def test_an_empty_string_is_an_unquoted_empty_field_like_null() -> None:
+    """Rfc4180 quotes only quotes, commas and newlines; real DMS output writes an empty
+    value as an empty field (docs/dms-fidelity.md, rule 2). quote_empty: the lab's ""."""
     row = DmsRow("U", datetime(2026, 1, 2, 3, 4, 5, 6, UTC), ("1", None, "", "a,b", None,
                                                               'say "hi"', "Zürich"), "0" * 35)
+    assert not FMT.quote_empty and not CsvFormat().quote_empty
     assert encode_row(row) == (
+        'U,2026-01-02 03:04:05.000006,1,,,"a,b",,"say ""hi""",Zürich,' + "0" * 35 + "\n"
+    )
+    assert encode_row(row, CsvFormat(quote_empty=True)) == (
         'U,2026-01-02 03:04:05.000006,1,,"","a,b",,"say ""hi""",Zürich,' + "0" * 35 + "\n"
     )
 
@@ -105,11 +115,12 @@ def test_layout_settings_follow_the_s3_target() -> None:
     default = layout()
     assert encode_file(["id", "a", "b", "change_seq"], [encode_row(row, default)],
                        default) == (
-        "Op,last_updated_ts,id,a,b,change_seq\nI,2026-01-01 00:00:00.000000,1,,\"\",7\n")
+        "Op,last_updated_ts,id,a,b,change_seq\nI,2026-01-01 00:00:00.000000,1,,,7\n")
     bare = layout(add_column_name=False, timestamp_column_name="",
                   include_op_for_full_load=False, csv_null_value="NULL")
     assert encode_file(["id", "a", "b", "change_seq"], [encode_row(row, bare, op=False)],
-                       bare, op=False) == '1,NULL,"",7\n'
+                       bare, op=False) == "1,NULL,,7\n"
+    assert encode_row(row, layout(quote_empty_strings=True)).endswith(',1,,"",7\n')
     # "Indicating source DB operations in migrated S3 data": Op on CDC rows unless only
     # some ops are written and IncludeOpForFullLoad is false
     assert default.cdc_op_column and layout(include_op_for_full_load=False).cdc_op_column

@@ -395,13 +395,17 @@ key_text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_
 
 
 @settings(max_examples=300, deadline=None)
-@given(key=key_text, prefix=st.sampled_from(["quarantine", "q/", "/x/y/z/"]))
-def test_a_quarantine_name_always_fits_s3_with_its_reason(key, prefix) -> None:
+@given(key=key_text, prefix=st.sampled_from(["quarantine", "q/", "/x/y/z/"]),
+       like_a_reason=st.booleans())
+def test_a_quarantine_name_always_fits_s3_with_its_reason(key, prefix, like_a_reason) -> None:
+    key = key + REASON_SUFFIX if like_a_reason else key
     target = quarantine_key(prefix, key)
     assert len((target + REASON_SUFFIX).encode()) <= S3_MAX_KEY_BYTES
     assert target == quarantine_key(prefix, key)  # retries land on one name
     assert target.startswith(prefix.strip("/") + "/")
-    if len(f"{prefix.strip('/')}/{key}{REASON_SUFFIX}".encode()) <= S3_MAX_KEY_BYTES:
+    assert not target.endswith(REASON_SUFFIX)  # never read as another object's reason
+    if (len(f"{prefix.strip('/')}/{key}{REASON_SUFFIX}~".encode()) <= S3_MAX_KEY_BYTES
+            and not like_a_reason):
         assert target == f"{prefix.strip('/')}/{key}"
 
 

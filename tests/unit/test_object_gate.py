@@ -172,3 +172,21 @@ def test_a_damaged_parquet_file_is_quarantined_with_its_reason(damage, reason) -
 def test_parquet_keys_are_dms_files() -> None:
     assert key_defect(PARQUET_KEY) is None
     assert "none of .csv, .csv.gz, .parquet" in key_defect("dms/t/x.parquet.gz").reason
+
+
+GATE_API = [  # what callers (the Lambda, the watcher, cdclab, tests, bench) import from here
+    "ARROW_BATCH_ROWS", "ARROW_BUFFER_BYTES", "DMS_SUFFIXES", "GLOB_CHARACTERS",
+    "MAX_HEADER_CHARS", "MAX_NAME_CHARS", "PARQUET_MAGIC", "PIECE", "REASON_SUFFIX",
+    "S3_MAX_KEY_BYTES", "SPOOL_IN_MEMORY", "BytesSource", "CsvLayout", "Defect", "Limits",
+    "MiB", "ReadError", "Source", "content_defect", "csv_defect", "gunzip", "inspect",
+    "is_hidden", "key_defect", "parquet_defect", "parquet_structure_defect",
+    "quarantine_key",
+]
+
+
+def test_every_gate_name_is_importable_from_object_gate() -> None:
+    """The checks live in gate_base, gate_csv and gate_parquet; object_gate offers them all."""
+    from lambda_shim import object_gate
+
+    assert sorted(object_gate.__all__) == sorted(GATE_API)
+    assert all(hasattr(object_gate, name) for name in GATE_API)

@@ -45,7 +45,7 @@ def numeric(p: int, s: int) -> PgType:
     (PgType("timetz"), pt.ColumnType(pt.TIME32)),
     (PgType("timestamp"), pt.ColumnType(pt.TIMESTAMP)),
     (PgType("timestamptz"), pt.ColumnType(pt.TIMESTAMP)),
-    (PgType("bool", "B"), pt.STRING_COLUMN),  # CHAR(5) "false or true"
+    (PgType("bool", "B"), pt.STRING_COLUMN),  # CHAR(5) "false or true" by default
     (PgType("text"), pt.STRING_COLUMN), (PgType("jsonb"), pt.STRING_COLUMN),
     (PgType("_int4", "A"), pt.STRING_COLUMN), (PgType("interval", "T"), pt.STRING_COLUMN),
     (PgType("uuid"), pt.STRING_COLUMN), (PgType("mood", "E"), pt.STRING_COLUMN),
@@ -57,6 +57,13 @@ def test_postgresql_type_to_parquet_type(pg: PgType, expected: pt.ColumnType) ->
 def test_map_unbounded_numeric_as_string_writes_a_string() -> None:
     options = RenderOptions(map_unbounded_numeric_as_string=True)
     assert pt.column_type(PgType("numeric"), options) == pt.STRING_COLUMN
+
+
+def test_map_boolean_as_boolean_writes_a_parquet_boolean() -> None:
+    """PostgreSQL source MapBooleanAsBoolean: BOOLEAN -> BOOL ([S3] Parquet table)."""
+    options = RenderOptions(map_boolean_as_boolean=True)
+    assert pt.column_type(PgType("bool", "B"), options) == pt.ColumnType(pt.BOOL)
+    assert pt.converter(pt.ColumnType(pt.BOOL))("false") is False
 
 
 @given(st.dates())
@@ -134,7 +141,7 @@ def test_file_settings(options: pt.ParquetOptions, codec: str, version: str) -> 
     assert (md.num_rows, md.num_row_groups, md.format_version) == (25, 3, version)
     assert md.row_group(0).column(0).compression == codec
     assert md.row_group(0).column(0).statistics is not None  # EnableStatistics default
-    assert str(f.schema_arrow.field("ts").type) == "timestamp[us]"
+    assert str(f.schema_arrow.field("ts").type) == "timestamp[us, tz=UTC]"
     assert f.read().column("id").to_pylist() == list(range(25))
 
 
@@ -146,8 +153,50 @@ def test_statistics_off_millis_and_plain_encoding() -> None:
     f = read(out.getvalue())
     col = f.metadata.row_group(0).column(0)
     assert col.statistics is None and "PLAIN_DICTIONARY" not in col.encodings
-    assert str(f.schema_arrow.field("ts").type) == "timestamp[ms]"
-    assert f.read().column("ts").to_pylist() == [datetime(2024, 1, 2, 3, 4, 5, 123000)]
+    assert str(f.schema_arrow.field("ts").type) == "timestamp[ms, tz=UTC]"
+    assert f.read().column("ts").to_pylist() == [datetime(2024, 1, 2, 3, 4, 5, 123000,
+                                                          tzinfo=UTC)]
+
+
+@pytest.mark.parametrize("millis", [True, False])
+@pytest.mark.parametrize("booleans", [True, False])
+def test_the_footer_is_as_dms_writes_it(millis: bool, booleans: bool) -> None:
+    """A real DMS .parquet footer (docs/dms-fidelity.md rule 4): the timestamp column
+    REQUIRED, timestamps TIMESTAMP_MILLIS/_MICROS (UTC-adjusted), no statistics on
+    DECIMAL chunks, no ARROW:schema; booleans BOOLEAN with MapBooleanAsBoolean."""
+    out = io.BytesIO()
+    render = RenderOptions(map_boolean_as_boolean=booleans)
+    fmt = CsvFormat(timestamp_column="dms_ts", parquet=pt.ParquetOptions(
+        timestamp_millis=millis))
+    assert fmt.parquet is not None and fmt.parquet.timestamp_column == "dms_ts"
+    names = ["Op", "dms_ts", "id", "amount", "fee", "r", "t", "at", "ok"]
+    types = [pt.STRING_COLUMN, pt.STRING_COLUMN, pt.ColumnType(pt.INT64),
+             pt.ColumnType(pt.DECIMAL, 15, 2), pt.ColumnType(pt.DECIMAL, 38, 4),
+             pt.ColumnType(pt.FLOAT), pt.STRING_COLUMN, pt.ColumnType(pt.TIMESTAMP),
+             pt.column_type(PgType("bool", "B"), render)]
+    rows = [["I", "2022-07-26 06:46:18.616807", "1", "12.50", "1.0000", "+1.50000000e+00",
+             "x", "2024-01-02 03:04:05.123456", "true"],
+            ["I", "2022-07-26 06:46:18.616900", None, None, None, None, None, None, None]]
+    write_file(out, names, types, rows, fmt.parquet, render)
+    f = read(out.getvalue())
+    assert f.metadata.metadata is None  # no key-value metadata: no ARROW:schema
+    schema = f.metadata.schema
+    required = [schema.column(i).name for i in range(len(names))
+                if schema.column(i).max_definition_level == 0]
+    assert required == ["dms_ts"]
+    at = schema.column(names.index("at"))
+    assert at.converted_type == ("TIMESTAMP_MILLIS" if millis else "TIMESTAMP_MICROS")
+    assert "isAdjustedToUTC=true" in str(at.logical_type)
+    group = f.metadata.row_group(0)
+    stats = {names[i]: group.column(i).is_stats_set for i in range(len(names))}
+    assert stats == {**dict.fromkeys(names, True), "amount": False, "fee": False}
+    ok = schema.column(names.index("ok"))
+    assert (ok.physical_type, ok.converted_type) == (
+        ("BOOLEAN", "NONE") if booleans else ("BYTE_ARRAY", "UTF8"))
+    got = f.read().to_pylist()[0]
+    assert got["ok"] == (True if booleans else "true") and got["r"] == 1.5
+    assert got["at"] == datetime(2024, 1, 2, 3, 4, 5, 123000 if millis else 123456,
+                                 tzinfo=UTC)
 
 
 def test_an_unholdable_value_is_null_with_a_warning() -> None:
@@ -195,3 +244,13 @@ def test_builder_puts_rows_in_their_commit_date_folder() -> None:
     b.feed(pg.Begin(100, pg_ts, 7))
     b.feed(pg.Insert(1, ("5",)))
     assert rows[0][4] == "2024-03-04-05"
+
+
+def test_parquet_floats_take_the_csv_paths_printf_text() -> None:
+    """The Parquet value comes from the CSV text: %+.8e / %+.16e and glibc's specials."""
+    import math
+    real, double = pt.converter(pt.ColumnType(pt.FLOAT)), pt.converter(pt.ColumnType(pt.DOUBLE))
+    assert real("+3.23800011e+01") == 32.3800011
+    assert double("-1.1118453000000000e-01") == -0.11118453
+    assert math.isnan(real("+nan")) and double("+inf") == math.inf and real("-inf") == -math.inf
+    assert math.copysign(1, double("-0.0000000000000000e+00")) == -1

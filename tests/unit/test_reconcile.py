@@ -106,9 +106,43 @@ def test_the_spec_driven_expectation_equals_the_demo_tables_model(rows: list[dic
     spec = hosts_spec()
     text = [(str(r["id"]), r["url"], r["name"], r["since"] and r["since"].isoformat(),
              r["location"], r["response_time"], r["response_rate"], "") for r in rows]
-    got, refused = expected_rows(spec, text)
+    got, refused = expected_rows(spec, text, quote_empty=True)  # '' kept apart
     assert refused == 0
     assert {k[0]: v for k, v in got.items()} == expected_silver(rows)
+
+
+@given(tables)
+def test_with_dms_unquoted_empties_a_source_empty_string_is_expected_as_null(
+        rows: list[dict]) -> None:
+    """quote_empty_strings false (AWS's behaviour): '' is an empty field, read as NULL;
+    the expectation does the same and counts what it changed, under a named rule."""
+    from collections import Counter
+
+    from cdclab.reconcile import EMPTY_AS_NULL, expected_rows
+    from tests.resources.specs import hosts_spec
+
+    text = [(str(r["id"]), r["url"], r["name"], r["since"] and r["since"].isoformat(),
+             r["location"], r["response_time"], r["response_rate"], "") for r in rows]
+    normalised: Counter[str] = Counter()
+    got, refused = expected_rows(hosts_spec(), text, normalised=normalised)
+    as_null = [{k: (None if v == "" else v) for k, v in r.items()} for r in rows]
+    assert refused == 0 and {k[0]: v for k, v in got.items()} == expected_silver(as_null)
+    empties = sum(v == "" for t in text for v in t[:-1])  # the last: full load's seq
+    assert normalised == (Counter({EMPTY_AS_NULL: empties}) if empties else Counter())
+
+
+def test_a_key_that_reads_as_null_is_expected_in_quarantine_not_in_silver() -> None:
+    from cdclab.reconcile import expected_rows
+    from cdclab.settings import load_pipeline
+    from cdclab.table_specs import SourceTable, build_spec
+    from cdclab.tables_sync import layout_of
+    from dms_emitter.source_types import PgType, SourceColumn
+
+    columns = [SourceColumn("code", PgType("text"), True), SourceColumn("v", PgType("int4"))]
+    spec = build_spec(SourceTable("public", "t", "public/t", columns, ["code", "v"],
+                                  ["change_seq"], ["code"]), layout_of(load_pipeline()))
+    got, refused = expected_rows(spec, [("", "1", ""), ("a", "2", "")])
+    assert refused == 1 and list(got) == [("a",)]
 
 
 def test_values_read_back_as_glue_reads_them_and_refused_rows_are_counted() -> None:
@@ -116,8 +150,8 @@ def test_values_read_back_as_glue_reads_them_and_refused_rows_are_counted() -> N
 
     from cdclab.reconcile import as_read, typed
 
-    assert as_read(None) is None and as_read("") == ""
-    assert as_read("", quote_empty=False) is None  # '' unquoted reads as NULL
+    assert as_read(None) is None and as_read("") is None  # '' unquoted reads as NULL
+    assert as_read("", quote_empty=True) == ""  # the lab's "" keeps it
     assert as_read(None, null_value="NULL") == "NULL"
     assert typed("decimal(10,2)", "1.005") == Decimal("1.01")  # Spark rounds half up
     assert typed("float", "0.1") != 0.1 and typed("double", "0.1") == 0.1

@@ -320,8 +320,7 @@ def test_what_the_settings_accept_the_emitter_applies(changes: dict[str, Any]) -
     CsvFormat.from_settings(d)
     DatePartitioning(d.date_partition_enabled, d.date_partition_sequence,
                      d.date_partition_delimiter, d.date_partition_timezone)
-    RenderOptions(d.trim_space_in_char, d.map_unbounded_numeric_as_string, d.bytea_format,
-                  d.timestamptz_time_zone, d.lob_max_size_kb, d.interval_style)
+    RenderOptions.from_settings(d)
     session_options(d.timestamptz_time_zone, d.interval_style)
 
 

@@ -163,6 +163,12 @@ def test_parquet_specs_type_the_catalog_as_dms_writes_the_files() -> None:
     assert (cols["blob"]["hive_type"], cols["blob"]["type"]) == ("binary", "binary")
     assert (cols["ok"]["hive_type"], cols["ok"]["type"]) == ("string", "boolean")  # CHAR(5)
     assert cols["at"]["hive_type"] == "timestamp"
+    booleans = dataclasses.replace(PARQUET, map_boolean_as_boolean=True)
+    ok = next(c for c in build_spec(table([("id", PgType("int4")), ("ok", PgType("bool"))],
+                                           ["id"], name="pay"), booleans)["bronze_columns"]
+              if c["name"] == "ok")
+    assert (ok["parquet_type"], ok["hive_type"], ok["type"]) == ("bool", "boolean",
+                                                                 "boolean")
     t = bronze_table_input(spec)
     sd = t["StorageDescriptor"]
     assert sd["SerdeInfo"]["SerializationLibrary"].endswith("ParquetHiveSerDe")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -14,7 +15,10 @@ from dms_emitter.values import (
     RenderError,
     RenderOptions,
     RowRenderer,
+    float32_of,
+    render_double,
     render_money,
+    render_real,
     render_timestamp,
     render_timetz,
     render_unbounded_numeric,
@@ -46,9 +50,21 @@ def render(type_name: str, text: str, options: RenderOptions = DEFAULTS,
     ("numeric", "12", "12.000000"),
     ("numeric", "-0.0000005", "-0.000001"),
     ("numeric", "NaN", "NaN"),
-    ("float8", "NaN", "NaN"),
-    ("float4", "-Infinity", "-Infinity"),
-    ("float8", "1e+30", "1e+30"),
+    # real / double precision: C's %+.8e of the float32 / %+.16e (real DMS output,
+    # docs/dms-fidelity.md rule 1); NaN and infinities as glibc prints them (not seen)
+    ("float4", "32.38", "+3.23800011e+01"),
+    ("float4", "-1.5", "-1.50000000e+00"),
+    ("float4", "0", "+0.00000000e+00"),
+    ("float4", "-0", "-0.00000000e+00"),
+    ("float4", "1e-45", "+1.40129846e-45"),
+    ("float4", "3.4028235e+38", "+3.40282347e+38"),
+    ("float4", "NaN", "+nan"),
+    ("float4", "-Infinity", "-inf"),
+    ("float8", "21804.858784530072", "+2.1804858784530072e+04"),
+    ("float8", "1e+300", "+1.0000000000000001e+300"),
+    ("float8", "-0.11118453", "-1.1118453000000000e-01"),
+    ("float8", "NaN", "+nan"),
+    ("float8", "Infinity", "+inf"),
     ("money", "$1,234,567.89", "1234567.8900"),
     ("money", "-$12.50", "-12.5000"),
     ("text", 'say "hi", bye', 'say "hi", bye'),
@@ -177,3 +193,49 @@ def test_a_big_value_is_cut_before_it_is_decoded() -> None:
     assert rows.text(1, memoryview(b"\\x" + b"ab" * 3000)) == "\\x" + "ab" * 1024
     assert rows.text(2, big) == "é" * 3000  # not a LOB: whole
     assert seen == [("t", 6000), ("b", 6002)]
+
+
+def _job_float_pattern() -> re.Pattern[str]:
+    """The job's FLOAT_PATTERN (a Java regex this simple reads the same in Python)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "jobs" / "bronze_to_silver.py"
+    spec = importlib.util.spec_from_file_location("bronze_to_silver_patterns", path)
+    job = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(job)
+    return re.compile(job.FLOAT_PATTERN)
+
+
+FLOAT_PATTERN = _job_float_pattern()
+PG_SPECIAL = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def pg_text(x: float, digits: int) -> str:
+    """A PostgreSQL float's text: NaN/Infinity spelled its way, else `digits` digits."""
+    return PG_SPECIAL.get(repr(x), f"{x:.{digits}g}")
+
+
+@given(st.floats(width=32))
+def test_real_is_cs_printf_of_the_float32_and_the_job_reads_it(x: float) -> None:
+    out = render_real(pg_text(x, 9))  # 9 digits identify any float32
+    assert out == f"{x:+.8e}" and FLOAT_PATTERN.match(out)
+    assert float32_of(out) == x or x != x  # parses back to the same float32
+
+
+@given(st.floats())
+def test_double_is_cs_printf_with_17_digits_and_round_trips(x: float) -> None:
+    out = render_double(pg_text(x, 17))
+    assert out == f"{x:+.16e}" and FLOAT_PATTERN.match(out)
+    assert float(out) == x or x != x
+
+
+def test_real_text_on_a_float32_midpoint_takes_the_nearer_float32() -> None:
+    """Double rounding: the text's double is exactly halfway between two float32, the
+    text itself is not; strtof (and so DMS) takes the nearer one."""
+    above = str(Decimal(1 + 2**-24) + Decimal(2) ** -60)  # just above the midpoint
+    assert float(above) == 1 + 2**-24
+    assert float32_of(above) == 1 + 2**-23
+    assert float32_of(str(Decimal(1 + 2**-24))) == 1.0  # a tie: the even one
+    with pytest.raises(RenderError, match="real 'x'"):
+        render_real("x")
