@@ -71,7 +71,8 @@ def table_mappings(p: settings.PipelineSettings):
         path = settings.REPO_ROOT / p.source.table_mappings
         return TableMappings.parse(read_document(path), str(path))
     return TableMappings.parse(default_mappings(p.source.schema, p.source.table,
-                                                p.dms.change_seq_column))
+                                                p.dms.change_seq_column,
+                                                p.dms.before_image_columns))
 
 
 def source_tables(dsn: str, p: settings.PipelineSettings) -> list[SourceTable]:

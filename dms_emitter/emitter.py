@@ -88,6 +88,9 @@ class EmitterConfig:
     selection_check_s: float = SELECTION_CHECK_S
     seq_layout: str = LAYOUT_DMS
     partitions: DatePartitioning = DatePartitioning()
+    # without mappings: the default ones add the key's before image ([dms]
+    # before_image_columns)
+    before_image: bool = True
 
     def __post_init__(self) -> None:
         if self.seq_layout not in (LAYOUT_DMS, LAYOUT_LSN):
@@ -138,7 +141,8 @@ class EmitterConfig:
                    d.max_file_size_kb * 1024, render, d.pk_update_handling,
                    d.unchanged_toast, d.use_task_start_time_for_full_load_timestamp, mappings,
                    d.fail_tasks_on_lob_truncation, d.migration_type,
-                   seq_layout=d.change_seq_layout, partitions=partitions)
+                   seq_layout=d.change_seq_layout, partitions=partitions,
+                   before_image=d.before_image_columns)
 
     @property
     def qualified(self) -> str:
@@ -151,7 +155,8 @@ class EmitterConfig:
 
     def table_mappings(self) -> TableMappings:
         return self.mappings or TableMappings.parse(
-            default_mappings(self.schema, self.table, self.fmt.change_seq_column))
+            default_mappings(self.schema, self.table, self.fmt.change_seq_column,
+                             self.before_image))
 
 
 @dataclass(frozen=True)

@@ -116,6 +116,29 @@ def test_the_default_mappings_add_the_keys_before_image() -> None:
     assert off.plan("public", "hosts_demo").before_image is None
 
 
+@pytest.mark.parametrize("on", [True, False])
+def test_the_emitter_follows_the_before_image_setting(on: bool, tmp_path, monkeypatch) -> None:
+    """[dms] before_image_columns decides the emitter's default mappings, as it decides
+    the task's (deploy) and the bronze specs' (tables_sync)."""
+    from cdclab import settings
+    from cdclab.tables_sync import table_mappings
+    from dms_emitter.emitter import EmitterConfig
+
+    text = settings.PIPELINE_FILE.read_text()
+    assert "before_image_columns = true" in text
+    path = tmp_path / "pipeline.toml"
+    path.write_text(text.replace("before_image_columns = true",
+                                 f"before_image_columns = {str(on).lower()}"))
+    monkeypatch.setenv(settings.ENV_PIPELINE_FILE, str(path))
+    cfg = EmitterConfig.from_env({settings.ENV_PG_DSN: "postgresql://unused",
+                                  settings.ENV_STATE_DIR: str(tmp_path)})
+    p = settings.load_pipeline()
+    for mappings in (cfg.table_mappings(), table_mappings(p)):
+        plan = mappings.plan(p.source.schema, p.source.table)
+        assert (plan.before_image == BeforeImage("BI_", "", "pk-only", "3")) is on
+        assert (plan.before_image is None) is not on
+
+
 def test_filters_choose_kept_columns_in_column_order_named_as_written() -> None:
     cols = [SourceColumn("note", PgType("text")), SourceColumn("p", PgType("int4"), True),
             SourceColumn("o", PgType("int4"), True), SourceColumn("doc", PgType("jsonb")),
