@@ -19,8 +19,9 @@ HOSTS_COLUMNS = (("id", "int4"), ("url", "text"), ("name", "text"), ("since", "d
 
 def hosts_source(p: settings.PipelineSettings | None = None,
                  before_image: bool = False) -> SourceTable:
-    """The demo table by the default mappings: with their before image of the key
-    (BI_id, as the shipped pipeline writes it) when `before_image` is true."""
+    """The demo table by the default mappings. `before_image` true: with their before
+    image of the key (BI_id), as the shipped pipeline (dms.before_image_columns = true)
+    writes it; false (the tests' hand-written bronze files): without."""
     p = p or settings.load_pipeline()
     columns = [SourceColumn(n, PgType(t), n == "id") for n, t in HOSTS_COLUMNS]
     mappings = TableMappings.parse(default_mappings(
