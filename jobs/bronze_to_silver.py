@@ -258,12 +258,24 @@ def silver_projection(spec: dict) -> list:
     return out
 
 
+def old_key_columns(spec: dict) -> dict[str, int | bool | None]:
+    """How the D of a moved row's old key is made from its U, per silver column: the
+    index of the key column whose before image it takes, True to keep the U's value (the
+    change_seq and the commit time: the delete happens with the U), None for NULL (a
+    delete carries the key only, as DMS's D rows do)."""
+    keys = spec["keys"]
+    meta = {role_column(spec, ROLE_CHANGE_SEQ), role_column(spec, ROLE_TIMESTAMP)}
+    return {c["name"]: (keys.index(c["name"]) if c["name"] in keys
+                        else True if c["from"] in meta else None)
+            for c in spec["silver_columns"]}
+
+
 def with_old_key_deletes(changes, spec: dict):
-    """The changes (OP, the silver columns, BEFORE<i>: the before image of key column i
-    cast to its type) plus, for each U whose before image of the key is complete and
-    differs from its key, a D of the old key with the U's change_seq and commit time,
-    marked OLD_KEY (cdclab/merge_model.py old_key_deletes). DMS writes a key change as
-    one U row with the new key: without this the old key would stay in silver."""
+    """The changes (OP, the silver columns, LOAD, BEFORE<i>: the before image of key
+    column i cast to its type) plus, for each U whose before image of the key is complete
+    and differs from its key, a D of the old key with the U's change_seq and commit time,
+    marked OLD_KEY (cdclab/merge_model.py old_key_deletes). DMS writes a primary-key
+    UPDATE as one U row with the new key: without this the old key would stay in silver."""
     from functools import reduce
 
     from pyspark.sql import functions as F
@@ -272,16 +284,11 @@ def with_old_key_deletes(changes, spec: dict):
     olds = [F.col(f"{BEFORE}{i}") for i in range(len(keys))]
     complete = reduce(lambda a, b: a & b, [o.isNotNull() for o in olds])
     same = reduce(lambda a, b: a & b, [F.col(q(k)) == o for k, o in zip(keys, olds, strict=True)])
-    meta = {role_column(spec, ROLE_CHANGE_SEQ), role_column(spec, ROLE_TIMESTAMP)}
+    types = {c["name"]: c["type"] for c in spec["silver_columns"]}
     columns = []
-    for c in spec["silver_columns"]:
-        name = c["name"]
-        if name in keys:
-            value = olds[keys.index(name)]
-        elif name in meta:
-            value = F.col(q(name))
-        else:
-            value = F.lit(None).cast(c["type"])
+    for name, source in old_key_columns(spec).items():
+        value = (F.col(q(name)) if source is True
+                 else F.lit(None).cast(types[name]) if source is None else olds[source])
         columns.append(value.alias(name))
     old_keys = changes.where((F.col(OP) == "U") & complete & ~same).select(
         F.lit("D").alias(OP), *columns, F.col(LOAD), *olds, F.lit(True).alias(OLD_KEY))
@@ -392,8 +399,8 @@ def run(spark, bronze_df, spec: dict, run_id: str,
     phases.done("ensure tables")
     if SOURCE_FILE_COLUMN not in bronze_df.columns:  # nothing new: Glue's frame is empty
         return {"files": 0, "rows_read": 0, "quarantined": 0, "valid": 0, "inserted": 0,
-                "updated": 0, "deleted": 0, "skipped": 0, "latency": [],
-                "phase_seconds": phases.seconds}
+                "updated": 0, "deleted": 0, "old_keys_deleted": 0, "skipped": 0,
+                "latency": [], "phase_seconds": phases.seconds}
     # Read once (the bronze files are Glue's to read), numbered, validated, cached.
     parsed = bronze_records(bronze_df, spec).cache()
     files, rows, quarantined = account(parsed)
@@ -402,7 +409,8 @@ def run(spark, bronze_df, spec: dict, run_id: str,
     if not files:
         parsed.unpersist()
         return metrics | {"valid": 0, "inserted": 0, "updated": 0, "deleted": 0,
-                          "skipped": 0, "latency": [], "phase_seconds": phases.seconds}
+                          "old_keys_deleted": 0, "skipped": 0, "latency": [],
+                          "phase_seconds": phases.seconds}
 
     bad = parsed.where(F.col(REASON).isNotNull())
     if metrics["quarantined"]:
@@ -425,13 +433,16 @@ def run(spark, bronze_df, spec: dict, run_id: str,
         phases.done("quarantine", f"{metrics['quarantined']} records")
 
     op = role_column(spec, ROLE_OP)
+    # with the key's before image, a key change also deletes the old key (DMS's
+    # add-before-image-columns); without it DMS's output leaves the old key in silver
     before = before_image_keys(spec)
     types = {c["name"]: c["type"] for c in spec["silver_columns"]}
+    text = spec.get("bronze_format", "csv") == "csv"
     cleaned = parsed.where(F.col(REASON).isNull()).select(
         F.col(q(op)).alias(OP), *silver_projection(spec),
         # full-load rows are not CDC changes: no commit-to-silver latency for them
         F.regexp_extract(FILE, r"(^|/)(LOAD[^/]*)$", 2).alias(LOAD),
-        *[F.col(q(before[k])).cast(types[k]).alias(f"{BEFORE}{i}")
+        *[F.expr(castable(before[k], types[k], text)).cast(types[k]).alias(f"{BEFORE}{i}")
           for i, k in enumerate(keys) if before],
     )
     cleaned = (with_old_key_deletes(cleaned, spec) if before
