@@ -67,6 +67,7 @@ class Layout:
     map_unbounded_numeric_as_string: bool = False
     data_format: str = "csv"  # DataFormat: csv | parquet
     map_boolean_as_boolean: bool = False  # PostgreSQL source MapBooleanAsBoolean
+    add_column_name: bool = True  # AddColumnName: a header row opens each CSV file
 
 
 @dataclass(frozen=True)
@@ -175,6 +176,7 @@ def build_spec(source: SourceTable, layout: Layout,
         "version": SPEC_VERSION,
         "name": where,
         "bronze_format": layout.data_format,
+        "bronze_header": layout.add_column_name,
         "bronze_database": layout.glue_database,
         "bronze_table": overrides.bronze_table or f"{target}_bronze",
         "bronze_location": (f"s3://{layout.bronze_bucket}/{layout.bucket_folder.strip('/')}/"
@@ -249,7 +251,9 @@ def before_image_keys(spec: Mapping[str, Any]) -> dict[str, str]:
 def bronze_table_input(spec: Mapping[str, Any], delimiter: str = ",") -> dict[str, Any]:
     """TableInput of a table's bronze Glue catalog table. CSV: every column a string (the
     job casts), OpenCSVSerde, header skipped, positional like Glue's CSV reader. Parquet:
-    each column with the type DMS writes it as, ParquetHiveSerDe, read by name."""
+    each column with the type DMS writes it as, ParquetHiveSerDe, read by name. A header
+    row is skipped only when the endpoint writes one (AddColumnName; DMS's default is
+    false, and then the first line is a change)."""
     if spec.get("bronze_format", FORMAT_CSV) == FORMAT_PARQUET:
         return {
             "Name": spec["bronze_table"],
@@ -267,10 +271,11 @@ def bronze_table_input(spec: Mapping[str, Any], delimiter: str = ",") -> dict[st
                               "Parameters": {"serialization.format": "1"}},
             },
         }
+    skip = "1" if spec.get("bronze_header", True) else "0"
     return {
         "Name": spec["bronze_table"],
         "TableType": "EXTERNAL_TABLE",
-        "Parameters": {"classification": "csv", "skip.header.line.count": "1",
+        "Parameters": {"classification": "csv", "skip.header.line.count": skip,
                        "EXTERNAL": "TRUE", "cdclab.source_table": spec["name"]},
         "StorageDescriptor": {
             "Columns": [{"Name": c["name"], "Type": "string"}
@@ -283,7 +288,7 @@ def bronze_table_input(spec: Mapping[str, Any], delimiter: str = ",") -> dict[st
                 # OpenCSVSerde needs three distinct characters; DMS doubles quotes ("")
                 # inside quoted fields, which opencsv reads as a literal quote.
                 "Parameters": {"separatorChar": delimiter, "quoteChar": '"',
-                               "escapeChar": "\\", "skip.header.line.count": "1"},
+                               "escapeChar": "\\", "skip.header.line.count": skip},
             },
         },
     }

@@ -48,7 +48,7 @@ def layout_of(p: settings.PipelineSettings) -> Layout:
     return Layout(p.lake.bronze_bucket, p.dms.bucket_folder, p.lake.glue_database,
                   p.lake.catalog_name, p.dms.timestamp_column_name, p.dms.change_seq_column,
                   p.dms.include_op_for_full_load, p.dms.map_unbounded_numeric_as_string,
-                  p.dms.data_format, p.dms.map_boolean_as_boolean)
+                  p.dms.data_format, p.dms.map_boolean_as_boolean, p.dms.add_column_name)
 
 
 def overrides_for(p: settings.PipelineSettings, qualified: str) -> TableOverrides:

@@ -211,8 +211,9 @@ def bronze_records(bronze_df, spec: dict, file_column: str = SOURCE_FILE_COLUMN)
     """Glue's rows as quarantine-ready records: FILE, RECORD, LINE, REASON, RAW, then the
     bronze columns.
 
-    record_number counts the file's records as read, the header being record 1 (Glue's
-    readers report no line numbers: line_number is NULL). Full-load rows have no
+    record_number counts the file's records as read, a header row being record 1 when
+    the endpoint writes one (bronze_header; Glue's readers report no line numbers:
+    line_number is NULL). Full-load rows have no
     $AR_H_CHANGE_SEQ (DMS leaves it empty): they come before every change, so they get
     the lowest sequences, by record number. raw_fields is the record's fields as JSON.
     """
@@ -222,11 +223,12 @@ def bronze_records(bronze_df, spec: dict, file_column: str = SOURCE_FILE_COLUMN)
     names = [c["name"] for c in spec["bronze_columns"]]
     seq = role_column(spec, ROLE_CHANGE_SEQ)
     in_file = Window.partitionBy(file_column).orderBy(ORDER)
+    first = 1 if spec.get("bronze_header", True) else 0
     record_number = F.col(RECORD)
     is_load = F.regexp_extract(F.col(file_column), r"(^|/)LOAD[^/]*$", 0) != ""
     return (
         bronze_df.withColumn(ORDER, F.monotonically_increasing_id())
-        .withColumn(RECORD, (F.row_number().over(in_file) + 1).cast("long"))
+        .withColumn(RECORD, (F.row_number().over(in_file) + first).cast("long"))
         .withColumn(RAW, F.to_json(F.array(*[F.col(q(c)).cast("string") for c in names])))
         .withColumn(seq, F.when(
             F.col(q(seq)).isNull() & is_load,

@@ -73,6 +73,19 @@ def test_bronze_table_input_is_positional_all_strings_opencsv() -> None:
     assert sd["Location"] == spec["bronze_location"]
 
 
+def test_without_add_column_name_no_line_is_skipped() -> None:
+    """DMS's AddColumnName defaults to false: then a file's first line is a change."""
+    from tests.resources.specs import hosts_source
+
+    spec = build_spec(hosts_source(), dataclasses.replace(layout_of(load_pipeline()),
+                                                          add_column_name=False))
+    assert spec["bronze_header"] is False
+    t = bronze_table_input(spec, ",")
+    assert t["Parameters"]["skip.header.line.count"] == "0"
+    assert t["StorageDescriptor"]["SerdeInfo"]["Parameters"]["skip.header.line.count"] == "0"
+    assert bronze_table_input(hosts_spec(), ",")["Parameters"]["skip.header.line.count"] == "1"
+
+
 def test_any_table_gets_default_names_typed_columns_and_a_composite_key() -> None:
     spec = build_spec(table([("Order ID", PgType("int8")), ("line", PgType("int2")),
                              ("price", numeric(10, 2)), ("paid", PgType("bool")),
