@@ -262,6 +262,10 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
             print(f"  missing in silver {result.missing_in_silver}, extra in silver "
                   f"{result.extra_in_silver}, different {result.different}")
             print(f"  first mismatching ids: {result.mismatching_keys}")
+            if result.orphan_keys:
+                print(f"  orphan keys (in silver, not in source): {result.orphan_keys}")
+            for hint in result.hints:
+                print(f"  {hint}")
             if result.duplicate_ids:
                 print(f"  ids held more than once in silver ({result.duplicate_rows} extra "
                       f"rows): {result.duplicate_ids}")

@@ -140,6 +140,8 @@ def run_demo(
         "source_rows": result.source_rows,
         "silver_rows": result.silver_rows,
         "mismatching_keys": result.mismatching_keys,
+        "orphan_keys": result.orphan_keys,
+        "hints": result.hints,
         "normalisations": result.normalisations,
         "workload": report if isinstance(report, dict) else str(report),
         "glue_runs": {s: sum(r.state == s for r in runs) for s in sorted({r.state for r in runs})},
@@ -181,4 +183,7 @@ def _print_summary(s: dict) -> None:
     lines.append(f"  timings (s)     {s['timings_seconds']}")
     if not s["equal"]:
         lines.append(f"  mismatching ids {s['mismatching_keys']}")
+        if s.get("orphan_keys"):
+            lines.append(f"  orphan keys     {s['orphan_keys']}")
+        lines += [f"  {hint}" for hint in s.get("hints", [])]
     print("\n".join(lines), flush=True)

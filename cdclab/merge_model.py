@@ -10,7 +10,10 @@ Rules (DESIGN.md invariants 2 and 4):
 - a change with change_seq <= the id's tombstone seq is dropped (no resurrection);
 - matched and newer: 'D' deletes, 'I'/'U' replace every column;
 - not matched: 'I'/'U' inserts, 'D' does nothing (insert+delete in a batch inserts nothing);
-- the tombstone of every delete of the batch is upserted, keeping the max seq.
+- the tombstone of every delete of the batch is upserted, keeping the max seq;
+- a 'U' whose before image of the key (add-before-image-columns) differs from its key
+  moved the row: it also deletes the old key, at its own change_seq (`old_key_deletes`),
+  so a chain of key changes leaves the last key only and tombstones the others.
 """
 
 from __future__ import annotations
@@ -40,6 +43,14 @@ class Change:
     location: str | None = None
     response_time: str | None = None
     response_rate: str | None = None
+    # the key's before image: on a U, the key the row had when PostgreSQL logged it
+    # (REPLICA IDENTITY DEFAULT: only when the key changed); None when empty
+    before_id: int | None = None
+
+    @property
+    def moved(self) -> bool:
+        """A U that changed the key: the old key is gone from the source."""
+        return self.op == "U" and self.before_id is not None and self.before_id != self.id
 
 
 @dataclass(frozen=True)
@@ -89,6 +100,19 @@ def clean_row(change: Change) -> Row:
     )
 
 
+def old_key_deletes(changes: Iterable[Change]) -> list[Change]:
+    """The changes plus, before each U that moved its row, a D of the old key with the
+    U's change_seq and commit time (one row, one sequence: no other change of that key
+    can share it)."""
+    out: list[Change] = []
+    for c in changes:
+        if c.moved:
+            assert c.before_id is not None
+            out.append(Change("D", c.before_id, c.change_seq, c.last_updated_ts))
+        out.append(c)
+    return out
+
+
 def dedup(changes: Iterable[Change]) -> dict[int, Change]:
     """The change with the greatest change_seq per id."""
     latest: dict[int, Change] = {}
@@ -103,7 +127,7 @@ def apply_batch(
 ) -> tuple[Silver, Tombstones]:
     """Apply one batch; returns new dicts (inputs are not modified)."""
     silver, tombstones = dict(silver), dict(tombstones)
-    winners = dedup(changes)
+    winners = dedup(old_key_deletes(changes))
     for key, c in winners.items():
         if c.change_seq <= tombstones.get(key, ""):
             continue
@@ -124,10 +148,11 @@ def apply_batch(
 
 
 def apply_in_order(changes: Iterable[Change]) -> Silver:
-    """Ground truth: every change applied alone, in change_seq order."""
+    """Ground truth: every change applied alone, in change_seq order (a moved row's old
+    key deleted as its U is applied)."""
     silver: Silver = {}
     tombstones: Tombstones = {}
-    for c in sorted(changes, key=lambda c: c.change_seq):
+    for c in sorted(old_key_deletes(changes), key=lambda c: c.change_seq):
         silver, tombstones = apply_batch(silver, tombstones, [c])
     return silver
 

@@ -13,6 +13,10 @@ Where AWS's pipeline itself changes a value, the expectation follows it and the 
 names the rule and how many values it touched (`normalisations`), so "equal" never hides
 it: with DMS's unquoted empty strings (quote_empty_strings = false, AWS's behaviour) a
 source '' is an empty field, which the catalog's CSV reader returns as NULL (EMPTY_AS_NULL).
+
+Keys silver holds that the source no longer has are named as orphans, with the likely
+cause (`orphan_hint`): DMS writes a primary-key UPDATE as one U row with the new key, so
+without the before-image columns the old key stays (docs/dms-fidelity.md).
 """
 
 from __future__ import annotations
@@ -40,6 +44,19 @@ MAX_REPORTED_KEYS = 20
 # The normalisations the expectation applies (docs/dms-fidelity.md, "Empty strings")
 EMPTY_AS_NULL = ("source '' expected as NULL: DMS writes '' as an empty field like NULL "
                  "(quote_empty_strings = false), read back as NULL")
+# Why silver holds keys the source does not (CHAP_Source.PostgreSQL: "AWS DMS ignores an
+# attempt to update a primary key segment"; CHAP_Target.Kinesis: add-before-image-columns)
+ORPHANS_WITHOUT_BEFORE_IMAGE = (
+    "orphan keys: silver holds keys the source no longer has. A primary-key UPDATE leaves "
+    "its old key: DMS writes it as one U row with the new key only, and this table's files "
+    "carry no before image of the key. Set dms.before_image_columns = true (or give the "
+    "table mappings an add-before-image-columns rule, column-filter pk-only), then "
+    "`cdclab resync {table}` clears them")
+ORPHANS_WITH_BEFORE_IMAGE = (
+    "orphan keys: silver holds keys the source no longer has. The job deletes the old key "
+    "of a primary-key UPDATE by its before-image columns, so these are likely keys changed "
+    "before the add-before-image-columns rule was on (their U rows carry no old key), or "
+    "deletes silver never got: `cdclab resync {table}` clears them")
 
 Record = tuple[Any, ...]
 
@@ -59,6 +76,9 @@ class ReconcileResult:
     duplicate_ids: list[int] = field(default_factory=list)  # first MAX_REPORTED_KEYS
     duplicate_rows: int = 0  # rows beyond the first of each duplicated id
     tables: dict[str, dict] = field(default_factory=dict)  # per table, when summed
+    # keys silver holds that the source does not (first MAX_REPORTED_KEYS), and why
+    orphan_keys: list = field(default_factory=list)
+    hints: list[str] = field(default_factory=list)
     # what the expectation changed as AWS's pipeline does: rule -> values touched
     normalisations: dict[str, int] = field(default_factory=dict)
     quarantine_expected: int = 0  # source rows the job's validation refuses
@@ -108,7 +128,18 @@ def compare(expected: Mapping[Any, Record], actual: Mapping[Any, Record],
         examples=examples,
         duplicate_ids=sorted(duplicates)[:MAX_REPORTED_KEYS],
         duplicate_rows=extra_rows,
+        orphan_keys=extra[:MAX_REPORTED_KEYS],
     )
+
+
+def orphan_hint(spec: Mapping[str, Any]) -> str:
+    """Why a table's silver holds orphan keys: a primary-key UPDATE without the key's
+    before image (DMS's documented behaviour), or with it, key changes from before."""
+    imaged = {c.get("before_image_of") for c in spec["bronze_columns"]
+              if c["role"] == "before_image"}
+    told = set(spec["keys"]) <= imaged  # the job's before_image_keys rule
+    return (ORPHANS_WITH_BEFORE_IMAGE if told else ORPHANS_WITHOUT_BEFORE_IMAGE).format(
+        table=spec["name"])
 
 
 def _as_dict(record: Record | None, columns: tuple[str, ...] = BUSINESS_COLUMNS) -> dict | None:
@@ -276,6 +307,9 @@ def total(results: Mapping[str, ReconcileResult]) -> ReconcileResult:
                        for k in r.duplicate_ids][:MAX_REPORTED_KEYS],
         duplicate_rows=sum(r.duplicate_rows for r in results.values()),
         tables={name: r.to_json() for name, r in results.items()},
+        orphan_keys=[f"{name}:{k}" for name, r in results.items()
+                     for k in r.orphan_keys][:MAX_REPORTED_KEYS],
+        hints=[f"{name}: {h}" for name, r in results.items() for h in r.hints],
         normalisations=dict(sum((Counter(r.normalisations) for r in results.values()),
                                 Counter())),
         quarantine_expected=sum(r.quarantine_expected for r in results.values()),
@@ -400,6 +434,8 @@ def reconcile_table(env: Mapping[str, str], spec: Mapping[str, Any],
                      business_columns(spec))
     result.table = spec["name"]
     result.normalisations, result.quarantine_expected = dict(normalised), refused
+    if result.extra_in_silver:
+        result.hints.append(orphan_hint(spec))
     return result
 
 

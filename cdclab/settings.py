@@ -198,7 +198,8 @@ class SourceSettings(Section):
     publication: str
     slot: str
     # DMS table-mapping JSON (path from the repo root). Empty: `table` alone, plus the
-    # change-sequence column. The emitter and `cdclab deploy` both use it.
+    # change-sequence column (and the before image, dms.before_image_columns). The
+    # emitter and `cdclab deploy` both use it.
     table_mappings: str = ""
 
     SECTION = "source"
@@ -240,6 +241,10 @@ class DmsSettings(Section):
     # true: '' written "" (the lab's deviation, keeps '' apart from NULL); AWS: empty
     quote_empty_strings: bool = False
     change_seq_layout: str = "dms"  # dms | lsn (dms_emitter/change_seq.py)
+    # The default table mappings' add-before-image-columns rule (BI_, pk-only): a primary-key
+    # UPDATE then carries its old key, which the job deletes. false: DMS's rule-less
+    # output, where the old key stays in silver. A table_mappings file decides for itself.
+    before_image_columns: bool = True
     compression_type: str = "NONE"
     cdc_inserts_only: bool = False
     cdc_inserts_and_updates: bool = False
@@ -284,10 +289,10 @@ class DmsSettings(Section):
         "include_op_for_full_load": flag(),
         "timestamp_column_name": text(r'[^"\x00-\x1f\x7f]*', _COLUMN.allowed + ', or "" '
                                       "(no timestamp column)"),
-        "csv_delimiter": text(r'[^"\r\n]', "one character other than a quote or a line "
-                              "break"),
+        "csv_delimiter": text(r'[^"\r\n\x00]', "one character other than a quote, a line "
+                              "break or NUL"),
         "csv_row_delimiter": one_of("\n", "\r\n"),
-        "csv_null_value": text(r'[^"\r\n]*', "text without quotes or line breaks"),
+        "csv_null_value": text(r'[^"\r\n\x00]*', "text without quotes, line breaks or NUL"),
         "change_seq_column": _COLUMN,
         "max_file_size_kb": whole(1, 1048576, " (DMS MaxFileSize, KB)"),
         "cdc_max_batch_interval_seconds": whole(1, optional=True),
@@ -296,6 +301,7 @@ class DmsSettings(Section):
         "rfc4180": flag(),
         "quote_empty_strings": flag(),
         "change_seq_layout": one_of(*CHANGE_SEQ_LAYOUTS),
+        "before_image_columns": flag(),
         # the DMS API's CompressionTypeValue is lower case, the console's upper
         "compression_type": one_of(*COMPRESSION_TYPES, fold=True),
         "cdc_inserts_only": flag(),

@@ -30,6 +30,9 @@ from dms_emitter.source_types import PgType, SourceColumn
 
 SPEC_VERSION = 1
 ROLE_OP, ROLE_TIMESTAMP, ROLE_CHANGE_SEQ, ROLE_DATA = "op", "timestamp", "change_seq", "data"
+# add-before-image-columns: a column's value before an UPDATE (its "before_image_of"
+# names the data column); bronze only. The job deletes the old key of a key change by it.
+ROLE_BEFORE_IMAGE = "before_image"
 DECIMAL_MAX_PRECISION = 38  # Spark's (and Iceberg's) widest decimal
 UNBOUNDED_NUMERIC = "decimal(28,6)"  # DMS writes unbounded NUMERIC as NUMERIC(28,6)
 MONEY = "decimal(38,4)"  # DMS: MONEY -> NUMERIC(38,4)
@@ -80,6 +83,8 @@ class SourceTable:
     written_names: Sequence[str]  # their names in the files (after renames)
     added: Sequence[str] = field(default=())  # add-column names, after the source columns
     key: Sequence[str] = field(default=())  # source key column names
+    # add-before-image-columns, after the added columns: (name in the files, source column)
+    before_image: Sequence[tuple[str, str]] = field(default=())
 
     @property
     def qualified(self) -> str:
@@ -125,8 +130,8 @@ def build_spec(source: SourceTable, layout: Layout,
     parquet = layout.data_format == FORMAT_PARQUET
     names = [glue_name(n) for n in source.written_names]
     if parquet:  # Parquet columns are found by name (case aside), not by position
-        renamed = [n for n, g in zip(source.written_names, names, strict=True)
-                   if g != n.lower()]
+        written = [*source.written_names, *(b for b, _ in source.before_image)]
+        renamed = [n for n in written if glue_name(n) != n.lower()]
         if renamed:
             raise SpecError(f"{where}: Parquet columns are read by name, and {renamed} are "
                             "no Glue column names (rename them with a table-mapping rule)")
@@ -151,6 +156,15 @@ def build_spec(source: SourceTable, layout: Layout,
     for added in source.added:
         role = ROLE_CHANGE_SEQ if added == layout.change_seq_column else ROLE_DATA
         bronze.append({"name": glue_name(added), "role": role, "type": "string"})
+    of = {c["name"]: c for c in bronze}
+    for written, column_name in source.before_image:
+        if column_name not in by_source:
+            raise SpecError(f"{where}: before-image column {written!r} is of {column_name!r}, "
+                            f"not a written column ({sorted(by_source)})")
+        data = of[by_source[column_name][0]]
+        bronze.append({**{k: v for k, v in data.items() if k not in ("name", "role", "key")},
+                       "name": glue_name(written), "role": ROLE_BEFORE_IMAGE,
+                       "before_image_of": data["name"]})
     if layout.change_seq_column not in source.added:  # load only: ordered by record
         bronze.append({"name": glue_name(layout.change_seq_column), "role": ROLE_CHANGE_SEQ,
                        "type": "string", "virtual": True, "value": None})
@@ -215,7 +229,7 @@ def _silver_columns(where: str, bronze: list[dict[str, Any]], overrides: TableOv
     silver: list[dict[str, Any]] = []
     for column in bronze:
         name, role = column["name"], column["role"]
-        if role == ROLE_OP:
+        if role in (ROLE_OP, ROLE_BEFORE_IMAGE):  # bookkeeping, not the row's state
             continue
         d = derived.get(name)
         if d is None:
@@ -231,6 +245,14 @@ def _silver_columns(where: str, bronze: list[dict[str, Any]], overrides: TableOv
         raise SpecError(f"{where}: two silver columns share one name "
                         f"{[c['name'] for c in silver]}")
     return silver
+
+
+def before_image_keys(spec: Mapping[str, Any]) -> dict[str, str]:
+    """Key column -> its before-image column, when every key column has one; else {}
+    (the job cannot tell a key change: jobs/bronze_to_silver.py has the same rule)."""
+    of = {c["before_image_of"]: c["name"] for c in spec["bronze_columns"]
+          if c["role"] == ROLE_BEFORE_IMAGE}
+    return {k: of[k] for k in spec["keys"]} if all(k in of for k in spec["keys"]) else {}
 
 
 def bronze_table_input(spec: Mapping[str, Any], delimiter: str = ",") -> dict[str, Any]:

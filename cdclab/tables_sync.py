@@ -13,7 +13,7 @@ import contextlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdclab import settings
 from cdclab.table_names import check_names
@@ -26,6 +26,10 @@ from cdclab.table_specs import (
     build_spec,
     tables_document,
 )
+
+if TYPE_CHECKING:
+    from dms_emitter.source_types import SourceColumn
+    from dms_emitter.table_mappings import TablePlan
 
 
 @dataclass
@@ -67,7 +71,8 @@ def table_mappings(p: settings.PipelineSettings):
         path = settings.REPO_ROOT / p.source.table_mappings
         return TableMappings.parse(read_document(path), str(path))
     return TableMappings.parse(default_mappings(p.source.schema, p.source.table,
-                                                p.dms.change_seq_column))
+                                                p.dms.change_seq_column,
+                                                p.dms.before_image_columns))
 
 
 def source_tables(dsn: str, p: settings.PipelineSettings) -> list[SourceTable]:
@@ -81,17 +86,24 @@ def source_tables(dsn: str, p: settings.PipelineSettings) -> list[SourceTable]:
     with psycopg.connect(dsn, autocommit=True) as conn:
         for plan in mappings.select(repl.list_tables(conn)):
             columns = repl.table_columns(conn, plan.schema, plan.table)
-            names = [c.name for c in columns]
-            kept = [columns[i] for i in plan.kept(names)]
             key = [c.name for c in columns if c.in_key]
             if not key and plan.qualified == f"{p.source.schema}.{p.source.table}":
                 uniques = repl.unique_keys(conn, plan.schema, plan.table)
                 if any(set(u) == {p.source.primary_key} for u in uniques):
                     key = [p.source.primary_key]
-            out.append(SourceTable(plan.schema, plan.table, plan.folder, kept,
-                                   [plan.column_name(c.name) for c in kept],
-                                   [a.name for a in plan.added], key))
+            out.append(source_table(plan, columns, key))
     return out
+
+
+def source_table(plan: TablePlan, columns: list[SourceColumn], key: list[str]) -> SourceTable:
+    """A source table as the emitter writes it by `plan` (pure)."""
+    kept = [columns[i] for i in plan.kept([c.name for c in columns])]
+    bi = plan.before_image
+    before = [(bi.name(plan.column_name(columns[i].name)), columns[i].name)
+              for i in plan.before(columns, key)] if bi else []
+    return SourceTable(plan.schema, plan.table, plan.folder, kept,
+                       [plan.column_name(c.name) for c in kept],
+                       [a.name for a in plan.added], key, before)
 
 
 def build_specs(tables: list[SourceTable], p: settings.PipelineSettings) -> SyncReport:

@@ -91,11 +91,13 @@ def task_settings_json(p: PipelineSettings) -> str:
 def table_mappings(p: PipelineSettings) -> dict[str, Any]:
     """The task's table mappings: the file pipeline.toml names (the same the emitter
     applies, checked the same way), or the source table plus the change-sequence column
-    the job dedups by."""
+    the job dedups by and (dms.before_image_columns) the key's before image, by which
+    the job deletes the old key of a primary-key UPDATE."""
     if p.source.table_mappings:
         # what the emitter refuses, deploy refuses
         return read_document(REPO_ROOT / p.source.table_mappings)
-    return default_mappings(p.source.schema, p.source.table, p.dms.change_seq_column)
+    return default_mappings(p.source.schema, p.source.table, p.dms.change_seq_column,
+                            p.dms.before_image_columns)
 
 
 def table_mappings_json(p: PipelineSettings) -> str:

@@ -97,6 +97,7 @@ class _Table:
     folder: str = ""
     plain: bool = False  # all columns kept and only the change sequence added
     types: tuple[ColumnType, ...] = ()  # Parquet: every written column's, Op included
+    before: list[int] = field(default_factory=list)  # columns with a before-image column
 
     @property
     def names(self) -> list[str]:
@@ -229,17 +230,21 @@ class ChangeBuilder:
             qualified, self.options.lob_max_size_kb, self.truncations, self.warn,
             self.fail_on_lob_truncation))
         added = spec.plan.added
+        # pk-only before images: the primary key as the catalog has it (the Relation
+        # message flags every column under REPLICA IDENTITY FULL)
+        before = spec.plan.before(source, spec.key)
         plain = (kept == list(range(len(names))) and len(added) == 1
-                 and added[0].expression == CHANGE_SEQ_EXPRESSION)
+                 and added[0].expression == CHANGE_SEQ_EXPRESSION and not before)
         types: tuple[ColumnType, ...] = ()
         if self.fmt.parquet is not None:  # Op and timestamp columns, then the header's
             prefix = len(self.fmt.fields("I" if self._op_column else None, "", ()))
             types = (*(STRING_COLUMN,) * prefix,
                      *(column_type(source[i].type, self.options) for i in kept),
-                     *(STRING_COLUMN,) * len(added))
+                     *(STRING_COLUMN,) * len(added),
+                     *(column_type(source[i].type, self.options) for i in before))
         self._tables[rel.oid] = _Table(spec, source, shape, renderer, kept,
-                                       spec.plan.header(names), key, spec.plan.folder, plain,
-                                       types)
+                                       spec.plan.header(names, before), key,
+                                       spec.plan.folder, plain, types, before)
 
     def _change(self, table: _Table, msg: pg.Insert | pg.Update | pg.Delete) -> None:
         if isinstance(msg, pg.Insert):
@@ -260,7 +265,18 @@ class ChangeBuilder:
                            self._values(table, msg.old, None, "UPDATE", filled=False))
                 self._emit(table, OP_INSERT, new)
             else:
-                self._emit(table, OP_UPDATE, new)
+                self._emit(table, OP_UPDATE, new, self._before(table, msg))
+
+    def _before(self, table: _Table, msg: pg.Update) -> tuple[str | None, ...]:
+        """The before-image values of an UPDATE: what PostgreSQL logged of the old row,
+        rendered as new values are. Under REPLICA IDENTITY DEFAULT that is the key, and
+        only when a key column changed; under FULL, every column. NULL elsewhere."""
+        if not table.before:
+            return ()
+        if msg.old is None:
+            return (None,) * len(table.before)
+        old = self._values(table, msg.old, None, "UPDATE (before image)", filled=False)
+        return tuple(old[i] for i in table.before)
 
     def _values(
         self, table: _Table, new: pg.TupleData, old: pg.TupleData | None, what: str,
@@ -314,7 +330,9 @@ class ChangeBuilder:
         for i, name in zip(missing, names, strict=True):
             out[i] = row[name]
 
-    def _emit(self, table: _Table, op: str, values: tuple[str | None, ...]) -> None:
+    def _emit(self, table: _Table, op: str, values: tuple[str | None, ...],
+              before: tuple[str | None, ...] | None = None) -> None:
+        """`before`: the row's before-image values; None: NULL in each (I and D rows)."""
         txn = self._require_txn(op)
         txn.count += 1  # counts every change, written or not: the sequence stays stable
         if op not in self._ops:
@@ -339,7 +357,9 @@ class ChangeBuilder:
         if table.plain:  # every column kept, the change sequence added: the usual case
             row = (*prefix, *values, seq)
         else:
-            row = (*prefix, *table.spec.plan.row(table.kept, values, seq))
+            if before is None:
+                before = (None,) * len(table.before)
+            row = (*prefix, *table.spec.plan.row(table.kept, values, seq, before))
         line = encode_line(row, self._line_fmt)
         self.last_change[table.folder] = (txn.final_lsn, txn.commit_ts)
         if txn.partition is None:  # "based on transaction commit dates"
@@ -373,12 +393,14 @@ def _pick(values: Sequence[object], indexes: list[int]) -> tuple:
 
 def one_table(schema: str, table: str, key: Sequence[str], fmt: CsvFormat | None = None,
               *, change_seq_column: str = "change_seq",
-              known_shape: Shape | None = None,
+              known_shape: Shape | None = None, before_image: bool = False,
               lookup: Callable[[dict[str, str | None], list[str]],
                                dict[str, str | None] | None] | None = None,
               **options: object) -> ChangeBuilder:
-    """A builder for one table with the default mappings (the change_seq column last)."""
-    mappings = TableMappings.parse(default_mappings(schema, table, change_seq_column))
+    """A builder for one table with the default mappings' change_seq column (last), and
+    their before image of the key after it when `before_image` is true."""
+    mappings = TableMappings.parse(default_mappings(schema, table, change_seq_column,
+                                                    before_image))
     spec = TableSpec(mappings.plan(schema, table), tuple(key), known_shape)
     wrapped: Lookup | None = None
     if lookup is not None:

@@ -269,10 +269,11 @@ def parse_dms_csv(
         raise DmsCsvError(f"{source}:1: empty file, expected a header row")
     _, header = records[0]
     names = [h or "" for h in header]
-    if len(names) < 3 or names[0] != OP_COLUMN or names[-1] != fmt.change_seq_column:
+    # the change sequence comes after the table's columns (before-image columns follow it)
+    if len(names) < 3 or names[0] != OP_COLUMN or fmt.change_seq_column not in names[2:]:
         raise DmsCsvError(
-            f"{source}:1: header {names!r} must start with {OP_COLUMN!r} and end with "
-            f"{fmt.change_seq_column!r}"
+            f"{source}:1: header {names!r} must start with {OP_COLUMN!r} and have a "
+            f"{fmt.change_seq_column!r} column"
         )
     rows = []
     for line, fields in records[1:]:

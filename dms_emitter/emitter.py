@@ -88,6 +88,9 @@ class EmitterConfig:
     selection_check_s: float = SELECTION_CHECK_S
     seq_layout: str = LAYOUT_DMS
     partitions: DatePartitioning = DatePartitioning()
+    # without mappings: the default ones add the key's before image ([dms]
+    # before_image_columns)
+    before_image: bool = True
 
     def __post_init__(self) -> None:
         if self.seq_layout not in (LAYOUT_DMS, LAYOUT_LSN):
@@ -138,7 +141,8 @@ class EmitterConfig:
                    d.max_file_size_kb * 1024, render, d.pk_update_handling,
                    d.unchanged_toast, d.use_task_start_time_for_full_load_timestamp, mappings,
                    d.fail_tasks_on_lob_truncation, d.migration_type,
-                   seq_layout=d.change_seq_layout, partitions=partitions)
+                   seq_layout=d.change_seq_layout, partitions=partitions,
+                   before_image=d.before_image_columns)
 
     @property
     def qualified(self) -> str:
@@ -151,7 +155,8 @@ class EmitterConfig:
 
     def table_mappings(self) -> TableMappings:
         return self.mappings or TableMappings.parse(
-            default_mappings(self.schema, self.table, self.fmt.change_seq_column))
+            default_mappings(self.schema, self.table, self.fmt.change_seq_column,
+                             self.before_image))
 
 
 @dataclass(frozen=True)
@@ -420,7 +425,9 @@ class Emitter:
         for stale in sink.names("LOAD"):
             sink.delete(stale)  # from an interrupted earlier attempt
         names = [c.name for c in table.columns]
-        kept, header = plan.kept(names), plan.header(names)
+        before = plan.before(table.columns, table.key)
+        kept, header = plan.kept(names), plan.header(names, before)
+        no_before = (None,) * len(before)  # a LOAD row has no before image
         renderer = RowRenderer(table.columns, cfg.render, lob_truncated(
             plan.qualified, cfg.render.lob_max_size_kb, {}, self.log,
             cfg.fail_on_lob_truncation))
@@ -435,14 +442,16 @@ class Emitter:
 
         op = OP_INSERT if cfg.fmt.op_for_full_load else None
         fields = (cfg.fmt.fields(op, format_ts(started or datetime.now(UTC)),
-                                 plan.row(kept, renderer.row(values), load_seq(n)))
+                                 plan.row(kept, renderer.row(values), load_seq(n),
+                                          no_before))
                   for n, values in enumerate(rows, start=1))
         if cfg.fmt.parquet is not None:
             columns = cfg.fmt.header(header, op is not None)
             prefix = len(columns) - len(header)
             types = (*(STRING_COLUMN,) * prefix,
                      *(column_type(table.columns[i].type, cfg.render) for i in kept),
-                     *(STRING_COLUMN,) * len(plan.added))
+                     *(STRING_COLUMN,) * len(plan.added),
+                     *(column_type(table.columns[i].type, cfg.render) for i in before))
             total, files = self.load_parquet(sink, columns, types, fields)
         else:
             total, files = self.load_csv(sink, header, op is not None, fields)

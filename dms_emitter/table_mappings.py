@@ -3,7 +3,8 @@
 Implements the rules users commonly write (CHAP_Tasks.CustomizingTasks.TableMapping):
 selection rules (include / exclude / explicit, `%` wildcards) and transformation rules
 rename, convert-lowercase / convert-uppercase, add-prefix / add-suffix (schema, table,
-column), remove-column, and add-column with a header or metadata expression. Anything
+column), remove-column, add-column with a header or metadata expression, and
+add-before-image-columns (the old values of an UPDATE beside the new ones). Anything
 else fails with a MappingError naming the file, the rule and key, the value and what is
 allowed, never silently ignored.
 """
@@ -12,12 +13,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cdclab.settings_check import MISSING, UNSHOWN, SettingsError
+from dms_emitter.source_types import SourceColumn
+from dms_emitter.values import is_lob
 
 CHANGE_SEQ_EXPRESSION = "$AR_H_CHANGE_SEQ"
 # add-column expressions the emitter evaluates; the metadata names are DMS's
@@ -25,8 +28,9 @@ CHANGE_SEQ_EXPRESSION = "$AR_H_CHANGE_SEQ"
 EXPRESSIONS = (CHANGE_SEQ_EXPRESSION, "$AR_M_SOURCE_SCHEMA", "$AR_M_SOURCE_TABLE_NAME")
 _LITERAL = re.compile(r"^'((?:[^']|'')*)'$")
 _TARGETS = ("schema", "table", "column")
+BEFORE_IMAGE_ACTION = "add-before-image-columns"
 _ACTIONS = ("rename", "convert-lowercase", "convert-uppercase", "add-prefix", "add-suffix",
-            "remove-column", "add-column")
+            "remove-column", "add-column", BEFORE_IMAGE_ACTION)
 _RULE_TYPES = ("selection", "transformation")
 _SELECTION_ACTIONS = ("include", "exclude", "explicit")
 # The keys DMS documents for selection and transformation rules ("Selection rules and
@@ -37,8 +41,13 @@ _RULE_KEYS = ("rule-type", "rule-id", "rule-name", "rule-action", "rule-target",
 _LOCATOR_KEYS = ("schema-name", "table-name", "table-type", "column-name", "data-type",
                  "table-tablespace-name", "index-tablespace-name")
 # documented, but not implemented by the emitter: refused when set
-_UNSUPPORTED = ("filters", "load-order", "parallel-load", "primary-key-def",
-                "before-image-def")
+_UNSUPPORTED = ("filters", "load-order", "parallel-load", "primary-key-def")
+# before-image-def (CHAP_Target.Kinesis, "Using a before image transformation rule"):
+# column-prefix defaults to BI_, column-suffix to empty, and the filter chooses the columns
+BI_PREFIX, BI_SUFFIX = "BI_", ""
+BI_PK_ONLY, BI_NON_LOB, BI_ALL = "pk-only", "non-lob", "all"
+BI_FILTERS = (BI_PK_ONLY, BI_NON_LOB, BI_ALL)
+_BI_KEYS = ("column-prefix", "column-suffix", "column-filter")
 
 
 class MappingError(SettingsError):
@@ -54,6 +63,27 @@ def _like(pattern: str, name: str, wildcards: bool = True) -> bool:
 
 
 @dataclass(frozen=True)
+class BeforeImage:
+    """An add-before-image-columns rule's before-image-def: on an UPDATE, the values the
+    source logged before it, in columns named prefix + column + suffix."""
+
+    prefix: str = BI_PREFIX
+    suffix: str = BI_SUFFIX
+    column_filter: str = BI_PK_ONLY
+    rule_id: str = ""
+
+    def name(self, column: str) -> str:
+        return f"{self.prefix}{column}{self.suffix}"
+
+    def wants(self, column: SourceColumn, key: Collection[str]) -> bool:
+        """pk-only: "columns that are part of table primary keys"; non-lob: "columns
+        that are not of LOB type"; all: "any column that has a before-image value"."""
+        if self.column_filter == BI_PK_ONLY:
+            return column.name in key
+        return self.column_filter == BI_ALL or not is_lob(column.type)
+
+
+@dataclass(frozen=True)
 class Rule:
     rule_id: str
     rule_type: str
@@ -65,6 +95,7 @@ class Rule:
     value: str | None = None
     old_value: str | None = None
     expression: str | None = None
+    before_image: BeforeImage | None = None
 
     @property
     def label(self) -> str:
@@ -107,6 +138,7 @@ class TablePlan:
     target_table: str
     column_rules: tuple[Rule, ...] = ()
     added: tuple[AddedColumn, ...] = ()
+    before_image: BeforeImage | None = None
 
     @property
     def qualified(self) -> str:
@@ -123,10 +155,23 @@ class TablePlan:
                 if not any(r.action == "remove-column" and _column_hit(r, c)
                            for r in self.column_rules)]
 
-    def header(self, columns: Sequence[str]) -> tuple[str, ...]:
-        """The written column names: kept columns renamed, then the added columns."""
+    def before(self, columns: Sequence[SourceColumn], key: Collection[str]) -> list[int]:
+        """Indexes of the source columns that get a before-image column: kept columns
+        the rule's filter takes, in column order (none without the rule). `key`: the
+        table's primary-key column names."""
+        bi = self.before_image
+        if bi is None:
+            return []
+        names = [c.name for c in columns]
+        return [i for i in self.kept(names) if bi.wants(columns[i], key)]
+
+    def header(self, columns: Sequence[str], before: Sequence[int] = ()) -> tuple[str, ...]:
+        """The written column names: kept columns renamed, the added columns, then a
+        before-image column for each of `before` (named after the column as written)."""
+        bi = self.before_image
         return (*(self.column_name(columns[i]) for i in self.kept(columns)),
-                *(a.name for a in self.added))
+                *(a.name for a in self.added),
+                *(bi.name(self.column_name(columns[i])) for i in before if bi is not None))
 
     def column_name(self, column: str) -> str:
         name = column
@@ -135,13 +180,16 @@ class TablePlan:
                 name = _rename(rule, name)
         return name
 
-    def row(self, kept: Sequence[int], values: Sequence[str | None],
-            change_seq: str) -> tuple[str | None, ...]:
+    def row(self, kept: Sequence[int], values: Sequence[str | None], change_seq: str,
+            before: Sequence[str | None] = ()) -> tuple[str | None, ...]:
+        """A row's written fields; `before`: its before-image values (one per column of
+        `self.before`, NULL where the source logged none)."""
         added = self.added
         if len(added) == 1 and added[0].expression == CHANGE_SEQ_EXPRESSION:
-            return (*(values[i] for i in kept), change_seq)  # the common case, per change
+            # the common case, per change
+            return (*(values[i] for i in kept), change_seq, *before)
         return (*(values[i] for i in kept),
-                *(a.value(change_seq, self.schema, self.table) for a in self.added))
+                *(a.value(change_seq, self.schema, self.table) for a in self.added), *before)
 
 
 def _column_hit(rule: Rule, column: str) -> bool:
@@ -166,6 +214,7 @@ def _rename(rule: Rule, name: str) -> str:
 class TableMappings:
     selections: tuple[Rule, ...]
     transformations: tuple[Rule, ...] = field(default=())
+    source: str = field(default="table mappings", compare=False)  # the file, for errors
 
     @classmethod
     def parse(cls, doc: str | dict[str, Any], source: str = "table mappings") -> TableMappings:
@@ -190,7 +239,7 @@ class TableMappings:
         if not any(r.action in ("include", "explicit") for r in selections):
             raise MappingError(source, "rules", UNSHOWN, "no selection rule includes a table "
                                "(add a selection rule with rule-action include)")
-        return cls(tuple(selections), tuple(transformations))
+        return cls(tuple(selections), tuple(transformations), source)
 
     def selects(self, schema: str, table: str) -> bool:
         hits = [r for r in self.selections if r.matches(schema, table)]
@@ -200,6 +249,7 @@ class TableMappings:
         target_schema, target_table = schema, table
         column_rules: list[Rule] = []
         added: list[AddedColumn] = []
+        before: BeforeImage | None = None
         for rule in self.transformations:
             if not rule.matches(schema, table):
                 continue
@@ -210,10 +260,18 @@ class TableMappings:
             elif rule.action == "add-column":
                 assert rule.value is not None and rule.expression is not None
                 added.append(AddedColumn(rule.value, rule.expression))
+            elif rule.before_image is not None:
+                if before is not None:  # "more than one transformation rule action
+                    # against the same object" is a documented limitation
+                    raise MappingError(
+                        self.source, f"rule-id {rule.rule_id!r}", UNSHOWN,
+                        f"a second {BEFORE_IMAGE_ACTION} rule for {schema}.{table} (rule-id "
+                        f"{before.rule_id!r} is the first): one per table")
+                before = rule.before_image
             else:
                 column_rules.append(rule)
         return TablePlan(schema, table, target_schema, target_table, tuple(column_rules),
-                         tuple(added))
+                         tuple(added), before)
 
     def select(self, tables: Sequence[tuple[str, str]]) -> list[TablePlan]:
         """Plans of the selected tables among `tables` (schema, name), in that order."""
@@ -283,12 +341,48 @@ def _parse_rule(raw: Any, source: str, index: int) -> Rule:
                    f"one of {', '.join(EXPRESSIONS)} or a quoted 'literal' (what the "
                    "emitter implements)")
     column = locator.get("column-name")
-    if target == "column" and action != "add-column" and not column:
+    before = None
+    if action == BEFORE_IMAGE_ACTION:
+        before = _before_image(raw, str(rule_id), target, fail)
+        if column is not None:
+            raise fail("object-locator.column-name", column, "left out: the rule applies "
+                       "to whole tables, and its column-filter chooses the columns")
+    elif target == "column" and action != "add-column" and not column:
         raise fail("object-locator.column-name", MISSING, "the column(s) the rule "
                    "applies to (% for any)")
     return Rule(str(rule_id), "transformation", action, locator["schema-name"],
                 locator.get("table-name", "%"), column, target, value,
-                raw.get("old-value"), expression)
+                raw.get("old-value"), expression, before)
+
+
+def _before_image(raw: Mapping[str, Any], rule_id: str, target: str, fail: Any) -> BeforeImage:
+    """The rule's before-image-def, checked ("must provide a before-image-def section";
+    "Don't set both column-prefix and column-suffix to empty strings")."""
+    if target != "column":
+        raise fail("rule-target", target, f"column ({BEFORE_IMAGE_ACTION} needs "
+                   "rule-target column)")
+    for key in ("value", "expression", "old-value"):
+        if raw.get(key) is not None:
+            raise fail(key, raw[key], f"left out ({BEFORE_IMAGE_ACTION} takes its settings "
+                       "from before-image-def)")
+    spec = raw.get("before-image-def", MISSING)
+    if not isinstance(spec, dict):
+        raise fail("before-image-def", spec, 'an object: {"column-prefix": "BI_", '
+                   '"column-suffix": "", "column-filter": "pk-only"}')
+    _known(spec, _BI_KEYS, lambda k, v, a: fail(f"before-image-def.{k}", v, a),
+           "before-image-def")
+    prefix, suffix = spec.get("column-prefix", BI_PREFIX), spec.get("column-suffix", BI_SUFFIX)
+    column_filter = spec.get("column-filter", BI_PK_ONLY)
+    for key, value in (("column-prefix", prefix), ("column-suffix", suffix)):
+        if type(value) is not str:
+            raise fail(f"before-image-def.{key}", value, "a string")
+    if column_filter not in BI_FILTERS:
+        raise fail("before-image-def.column-filter", column_filter,
+                   f"one of {', '.join(BI_FILTERS)}")
+    if not prefix and not suffix:
+        raise fail("before-image-def", spec, "a column-prefix or a column-suffix: not both "
+                   "empty (the before-image columns would take the columns' own names)")
+    return BeforeImage(prefix, suffix, column_filter, rule_id)
 
 
 def _known(raw: Mapping[str, Any], keys: tuple[str, ...], fail: Any, what: str) -> None:
@@ -336,18 +430,27 @@ def folder_conflicts(plans: Iterable[TablePlan]) -> list[str]:
     return out
 
 
-def default_mappings(schema: str, table: str, change_seq_column: str) -> dict[str, Any]:
-    """One table, plus the change-sequence column the Glue job dedups by."""
+def default_mappings(schema: str, table: str, change_seq_column: str,
+                     before_image: bool = True) -> dict[str, Any]:
+    """One table, plus the change-sequence column the Glue job dedups by and (unless
+    `before_image` is false) the primary key's before image, by which the job deletes
+    the old key of a primary-key change (DMS writes it as one U row with the new key)."""
     locator = {"schema-name": schema, "table-name": table}
-    return {
-        "rules": [
-            {"rule-type": "selection", "rule-id": "1", "rule-name": "include-source-table",
-             "object-locator": locator, "rule-action": "include"},
-            {"rule-type": "transformation", "rule-id": "2", "rule-name": "add-change-seq",
+    rules: list[dict[str, Any]] = [
+        {"rule-type": "selection", "rule-id": "1", "rule-name": "include-source-table",
+         "object-locator": locator, "rule-action": "include"},
+        {"rule-type": "transformation", "rule-id": "2", "rule-name": "add-change-seq",
+         "rule-target": "column", "object-locator": locator,
+         "rule-action": "add-column", "value": change_seq_column,
+         "expression": CHANGE_SEQ_EXPRESSION,
+         # AR_H_CHANGE_SEQ is a 35-character numeric string
+         "data-type": {"type": "string", "length": 50}},
+    ]
+    if before_image:
+        rules.append(
+            {"rule-type": "transformation", "rule-id": "3", "rule-name": "add-before-image",
              "rule-target": "column", "object-locator": locator,
-             "rule-action": "add-column", "value": change_seq_column,
-             "expression": CHANGE_SEQ_EXPRESSION,
-             # AR_H_CHANGE_SEQ is a 35-character numeric string
-             "data-type": {"type": "string", "length": 50}},
-        ]
-    }
+             "rule-action": BEFORE_IMAGE_ACTION,
+             "before-image-def": {"column-prefix": BI_PREFIX, "column-suffix": BI_SUFFIX,
+                                  "column-filter": BI_PK_ONLY}})
+    return {"rules": rules}

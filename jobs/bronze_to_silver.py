@@ -13,7 +13,9 @@ and quarantine tables. Per table, the merge rules are those of cdclab/merge_mode
 - per key only the change with the greatest change_seq counts (never the timestamp);
 - changes at or below the key's tombstone seq are dropped (deletes stay deleted);
 - MERGE ON the key: newer D deletes, newer I/U replaces all columns, unmatched I/U inserts;
-- the batch's deletes upsert the tombstones (max seq). Replaying a file is harmless.
+- the batch's deletes upsert the tombstones (max seq). Replaying a file is harmless;
+- with the key's before image (DMS's add-before-image-columns), a U whose before image
+  differs from its key moved the row: it also deletes the old key, at its own change_seq.
 """
 
 from __future__ import annotations
@@ -45,12 +47,14 @@ SPEC_VERSION = 1  # cdclab/table_specs.py SPEC_VERSION
 # is empty for grouped, non-FileSplit reads).
 SOURCE_FILE_COLUMN = "_cdclab_source_file"
 ROLE_OP, ROLE_TIMESTAMP, ROLE_CHANGE_SEQ = "op", "timestamp", "change_seq"
+ROLE_BEFORE_IMAGE = "before_image"  # a column's value before an UPDATE ("before_image_of")
 # The job's own columns beside a table's: prefixed, so no table column (a `reason`, an
 # `action`) is ever overwritten (cdclab/table_specs.py refuses names with the prefix).
 INTERNAL = "_cdclab_"
 FILE, RECORD, LINE = f"{INTERNAL}file", f"{INTERNAL}record", f"{INTERNAL}line"
 REASON, RAW, ORDER = f"{INTERNAL}reason", f"{INTERNAL}raw", f"{INTERNAL}read_order"
 OP, LOAD, RANK, ACTION = f"{INTERNAL}op", f"{INTERNAL}load", f"{INTERNAL}rank", f"{INTERNAL}action"
+OLD_KEY, BEFORE = f"{INTERNAL}old_key", f"{INTERNAL}before_"  # a moved row's old key
 
 # Java regexes (rlike) for the text forms DMS writes, by Spark type; try_cast rejects
 # what a pattern lets through (2020-02-30, an INT out of range).
@@ -92,6 +96,14 @@ def pattern_of(spark_type: str) -> str | None:
 
 def role_column(spec: dict, role: str) -> str | None:
     return next((c["name"] for c in spec["bronze_columns"] if c["role"] == role), None)
+
+
+def before_image_keys(spec: dict) -> dict[str, str]:
+    """Key column -> its before-image column, when every key column has one; else {}
+    (no key change can be told). cdclab/table_specs.py has the same rule."""
+    of = {c["before_image_of"]: c["name"] for c in spec["bronze_columns"]
+          if c["role"] == ROLE_BEFORE_IMAGE}
+    return {k: of[k] for k in spec["keys"]} if all(k in of for k in spec["keys"]) else {}
 
 
 def silver_ddl(spec: dict) -> str:
@@ -171,7 +183,8 @@ def reason_column(spec: dict):
     ordered = ([c for c in columns if c.get("key")]
                + [c for c in columns if c["role"] == ROLE_CHANGE_SEQ]
                + [c for c in columns if c["role"] == ROLE_TIMESTAMP]
-               + [c for c in columns if c["role"] == "data" and not c.get("key")])
+               + [c for c in columns if c["role"] == "data" and not c.get("key")]
+               + [c for c in columns if c["role"] == ROLE_BEFORE_IMAGE])
     for c in ordered:
         name, sql_type = c["name"], c["type"]
         if c["role"] == ROLE_CHANGE_SEQ:
@@ -257,6 +270,43 @@ def silver_projection(spec: dict) -> list:
             value = F.expr(castable(c["from"], c["type"], text)).cast(c["type"])
         out.append(value.alias(c["name"]))
     return out
+
+
+def old_key_columns(spec: dict) -> dict[str, int | bool | None]:
+    """How the D of a moved row's old key is made from its U, per silver column: the
+    index of the key column whose before image it takes, True to keep the U's value (the
+    change_seq and the commit time: the delete happens with the U), None for NULL (a
+    delete carries the key only, as DMS's D rows do)."""
+    keys = spec["keys"]
+    meta = {role_column(spec, ROLE_CHANGE_SEQ), role_column(spec, ROLE_TIMESTAMP)}
+    return {c["name"]: (keys.index(c["name"]) if c["name"] in keys
+                        else True if c["from"] in meta else None)
+            for c in spec["silver_columns"]}
+
+
+def with_old_key_deletes(changes, spec: dict):
+    """The changes (OP, the silver columns, LOAD, BEFORE<i>: the before image of key
+    column i cast to its type) plus, for each U whose before image of the key is complete
+    and differs from its key, a D of the old key with the U's change_seq and commit time,
+    marked OLD_KEY (cdclab/merge_model.py old_key_deletes). DMS writes a primary-key
+    UPDATE as one U row with the new key: without this the old key would stay in silver."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    keys = spec["keys"]
+    olds = [F.col(f"{BEFORE}{i}") for i in range(len(keys))]
+    complete = reduce(lambda a, b: a & b, [o.isNotNull() for o in olds])
+    same = reduce(lambda a, b: a & b, [F.col(q(k)) == o for k, o in zip(keys, olds, strict=True)])
+    types = {c["name"]: c["type"] for c in spec["silver_columns"]}
+    columns = []
+    for name, source in old_key_columns(spec).items():
+        value = (F.col(q(name)) if source is True
+                 else F.lit(None).cast(types[name]) if source is None else olds[source])
+        columns.append(value.alias(name))
+    old_keys = changes.where((F.col(OP) == "U") & complete & ~same).select(
+        F.lit("D").alias(OP), *columns, F.col(LOAD), *olds, F.lit(True).alias(OLD_KEY))
+    return changes.withColumn(OLD_KEY, F.lit(False)).unionByName(old_keys)
 
 
 def percentiles(values: list[float]) -> dict[str, float | int | None]:
@@ -363,8 +413,8 @@ def run(spark, bronze_df, spec: dict, run_id: str,
     phases.done("ensure tables")
     if SOURCE_FILE_COLUMN not in bronze_df.columns:  # nothing new: Glue's frame is empty
         return {"files": 0, "rows_read": 0, "quarantined": 0, "valid": 0, "inserted": 0,
-                "updated": 0, "deleted": 0, "skipped": 0, "latency": [],
-                "phase_seconds": phases.seconds}
+                "updated": 0, "deleted": 0, "old_keys_deleted": 0, "skipped": 0,
+                "latency": [], "phase_seconds": phases.seconds}
     # Read once (the bronze files are Glue's to read), numbered, validated, cached.
     parsed = bronze_records(with_virtual_columns(bronze_df, spec), spec).cache()
     files, rows, quarantined = account(parsed)
@@ -373,7 +423,8 @@ def run(spark, bronze_df, spec: dict, run_id: str,
     if not files:
         parsed.unpersist()
         return metrics | {"valid": 0, "inserted": 0, "updated": 0, "deleted": 0,
-                          "skipped": 0, "latency": [], "phase_seconds": phases.seconds}
+                          "old_keys_deleted": 0, "skipped": 0, "latency": [],
+                          "phase_seconds": phases.seconds}
 
     bad = parsed.where(F.col(REASON).isNotNull())
     if metrics["quarantined"]:
@@ -396,15 +447,28 @@ def run(spark, bronze_df, spec: dict, run_id: str,
         phases.done("quarantine", f"{metrics['quarantined']} records")
 
     op = role_column(spec, ROLE_OP)
+    # with the key's before image, a key change also deletes the old key (DMS's
+    # add-before-image-columns); without it DMS's output leaves the old key in silver
+    before = before_image_keys(spec)
+    types = {c["name"]: c["type"] for c in spec["silver_columns"]}
+    text = spec.get("bronze_format", "csv") == "csv"
     cleaned = parsed.where(F.col(REASON).isNull()).select(
         F.col(q(op)).alias(OP), *silver_projection(spec),
         # full-load rows are not CDC changes: no commit-to-silver latency for them
         F.regexp_extract(FILE, r"(^|/)(LOAD[^/]*)$", 2).alias(LOAD),
+        *[F.expr(castable(before[k], types[k], text)).cast(types[k]).alias(f"{BEFORE}{i}")
+          for i, k in enumerate(keys) if before],
     )
+    cleaned = (with_old_key_deletes(cleaned, spec) if before
+               else cleaned.withColumn(OLD_KEY, F.lit(False)))
     latest = (
         cleaned.withColumn(RANK, F.row_number().over(
-            Window.partitionBy(*[F.col(q(k)) for k in keys]).orderBy(F.col(q(seq)).desc())))
-        .where(F.col(RANK) == 1).drop(RANK)
+            # one sequence is one row: an old key's D never ties with a change of its
+            # own, but if a file repeats a sequence, the row's own change wins
+            Window.partitionBy(*[F.col(q(k)) for k in keys]).orderBy(
+                F.col(q(seq)).desc(), F.col(OLD_KEY).asc())))
+        .where(F.col(RANK) == 1).drop(RANK, *[f"{BEFORE}{i}" for i in range(len(keys))
+                                              if before])
     )
     latest.createOrReplaceTempView(f"{view}_latest")
     # Classify against the current tables; MERGE re-checks the same conditions.
@@ -424,11 +488,13 @@ def run(spark, bronze_df, spec: dict, run_id: str,
     # One pass: counts per action, and the commit times of the applied CDC changes.
     commit_time = (f"unix_micros({q(ts)}) / 1e6" if ts else "NULL")
     by_action = spark.sql(f"""
-        SELECT {ACTION} AS action, count(*) AS n, collect_list(CASE
-            WHEN {ACTION} IN ('insert', 'update', 'delete') AND {LOAD} = ''
+        SELECT {ACTION} AS action, count(*) AS n, count_if({OLD_KEY}) AS old_keys,
+            collect_list(CASE
+            WHEN {ACTION} IN ('insert', 'update', 'delete') AND {LOAD} = '' AND NOT {OLD_KEY}
             THEN {commit_time} END) AS ts
         FROM {view}_src GROUP BY {ACTION}""").collect()
     counts = {r.action: r.n for r in by_action}
+    old_keys_deleted = sum(r.old_keys for r in by_action if r.action == "delete")
     applied_ts = [t for r in by_action for t in r.ts]
     phases.done("dedup and classify")
 
@@ -461,6 +527,7 @@ def run(spark, bronze_df, spec: dict, run_id: str,
         "inserted": counts.get("insert", 0),
         "updated": counts.get("update", 0),
         "deleted": counts.get("delete", 0),
+        "old_keys_deleted": old_keys_deleted,  # of them, old keys of key changes
         # older than silver, or a delete of an absent row (tombstoned below)
         "skipped": counts.get("stale", 0) + counts.get("noop", 0),
         "latency": [now - t for t in applied_ts],
@@ -469,7 +536,7 @@ def run(spark, bronze_df, spec: dict, run_id: str,
 
 
 COUNTS = ("files", "rows_read", "quarantined", "valid", "inserted", "updated", "deleted",
-          "skipped", "objects_skipped")
+          "old_keys_deleted", "skipped", "objects_skipped")
 
 
 def summarize(run_id: str, per_table: dict[str, dict]) -> dict:

@@ -2,11 +2,15 @@
 file the emitter writes, against a real PostgreSQL slot. Each case names the AWS passage
 it follows. In the expected bodies `{ts}` stands for a DMS timestamp (load or commit
 time) and `{seq}` for a change sequence, the only values that differ between runs;
-`{name}` for a value the case computes in SQL (`[values]`)."""
+`{name}` for a value the case computes in SQL (`[values]`). A case runs with the table
+selected and the change_seq column added; `before_image = true` adds the default
+mappings' before image of the key, and `mappings` (JSON, `{name}` the table) replaces
+them; a `key` list (a composite primary key) keeps the table out of [source]."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import tomllib
 from pathlib import Path
@@ -69,7 +73,12 @@ def test_case(path: Path, postgres, emit) -> None:
         values = {k: conn.execute(q.replace("{name}", table)).fetchone()[0]
                   for k, q in case.get("values", {}).items()}
     changes = settings_of(case)
-    run = emit(table, key=case.get("key", "id"), interval_s=3.0, **changes)
+    key = case.get("key", "id")
+    mappings = (json.loads(case["mappings"].replace("{name}", table))
+                if "mappings" in case else None)
+    run = emit(table, key=key if isinstance(key, str) else "id", mappings=mappings,
+               before_image=case.get("before_image", False),
+               configured=isinstance(key, str), interval_s=3.0, **changes)
     for transaction in case.get("changes", []):  # all within the 3 s batch interval
         with psycopg.connect(postgres.dsn) as conn:
             for statement in transaction:

@@ -1,6 +1,8 @@
 """Test resource: the DMS emitter on the session's PostgreSQL, in a thread, writing to a
 local folder. `emit(table, ...)` starts one (its own slot and publications, dropped
-afterwards) and returns a Run to read its files, state and log."""
+afterwards) and returns a Run to read its files, state and log. Without `mappings` it
+writes the table with the default mappings' change_seq column, and their before image
+of the key only with `before_image=True` (tests of other rules keep their columns)."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from dms_emitter.dms_csv import parse_dms_csv
 from dms_emitter.emitter import Emitter, EmitterConfig
 from dms_emitter.replication import inserts_publication
 from dms_emitter.sink import LocalDirSink
-from dms_emitter.table_mappings import TableMappings
+from dms_emitter.table_mappings import TableMappings, default_mappings
 from tests.resources.waiting import wait_for as _wait_for
 
 wait_for = partial(_wait_for, every=0.3)  # this module's polling period
@@ -67,14 +69,21 @@ def emit(postgres, tmp_path: Path) -> Iterator[Callable[..., Run]]:
     runs: list[tuple[Run, str, str]] = []
 
     def start(table: str, key: str = "id", mappings: dict | None = None,
-              schema: str = "public", wait: bool = True, **changes: object) -> Run:
+              schema: str = "public", wait: bool = True, before_image: bool = False,
+              configured: bool = True, **changes: object) -> Run:
+        """`configured`: false keeps `table` out of [source] (its key is then its
+        primary key, composite or not, as for any table the mappings select)."""
         tag = uuid.uuid4().hex[:8]
         cfg = dataclasses.replace(
             EmitterConfig.from_env({settings.ENV_PG_DSN: postgres.dsn,
                                     settings.ENV_STATE_DIR: str(tmp_path / tag),
                                     settings.ENV_BATCH_INTERVAL: "0.2"}),
-            schema=schema, table=table, key=key, slot=f"fid_{tag}", publication=f"fid_{tag}",
-            mappings=TableMappings.parse(mappings) if mappings else None, **changes)
+            schema=schema, table=table if configured else f"{table}_unconfigured", key=key,
+            slot=f"fid_{tag}", publication=f"fid_{tag}",
+            **changes)
+        cfg = dataclasses.replace(cfg, mappings=TableMappings.parse(
+            mappings or default_mappings(schema, table, cfg.fmt.change_seq_column,
+                                         before_image)))
         log: list[str] = []
         files = LocalDirSink(tmp_path / tag / "files")
         run = Run(Emitter(cfg, files, log=log.append), files.child(f"{schema}/{table}"),

@@ -9,24 +9,30 @@ from typing import Any
 
 from cdclab import settings
 from cdclab.table_specs import SourceTable, build_spec, tables_document
-from cdclab.tables_sync import layout_of, overrides_for
+from cdclab.tables_sync import layout_of, overrides_for, source_table
 from dms_emitter.source_types import PgType, SourceColumn
+from dms_emitter.table_mappings import TableMappings, default_mappings
 
 HOSTS_COLUMNS = (("id", "int4"), ("url", "text"), ("name", "text"), ("since", "date"),
                  ("location", "text"), ("response_time", "text"), ("response_rate", "text"))
 
 
-def hosts_source(p: settings.PipelineSettings | None = None) -> SourceTable:
+def hosts_source(p: settings.PipelineSettings | None = None,
+                 before_image: bool = False) -> SourceTable:
+    """The demo table by the default mappings. `before_image` true: with their before
+    image of the key (BI_id), as the shipped pipeline (dms.before_image_columns = true)
+    writes it; false (the tests' hand-written bronze files): without."""
     p = p or settings.load_pipeline()
     columns = [SourceColumn(n, PgType(t), n == "id") for n, t in HOSTS_COLUMNS]
-    return SourceTable(p.source.schema, p.source.table,
-                       f"{p.source.schema}/{p.source.table}", columns,
-                       [c.name for c in columns], [p.dms.change_seq_column], ["id"])
+    mappings = TableMappings.parse(default_mappings(
+        p.source.schema, p.source.table, p.dms.change_seq_column, before_image))
+    return source_table(mappings.plan(p.source.schema, p.source.table), columns, ["id"])
 
 
-def hosts_spec(p: settings.PipelineSettings | None = None) -> dict[str, Any]:
+def hosts_spec(p: settings.PipelineSettings | None = None,
+               before_image: bool = False) -> dict[str, Any]:
     p = p or settings.load_pipeline()
-    source = hosts_source(p)
+    source = hosts_source(p, before_image)
     return build_spec(source, layout_of(p), overrides_for(p, source.qualified))
 
 

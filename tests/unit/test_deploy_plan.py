@@ -188,6 +188,24 @@ def test_replication_task_is_full_load_and_cdc_with_change_seq():
     assert (add[0]["value"], add[0]["expression"]) == (P.dms.change_seq_column, "$AR_H_CHANGE_SEQ")
 
 
+def test_the_task_adds_the_keys_before_image_unless_turned_off():
+    """dms.before_image_columns (default true): add-before-image-columns, BI_, pk-only
+    (CHAP_Target.Kinesis "Using a before image transformation rule"), so a primary-key
+    UPDATE carries the old key the job deletes; false: the rule-less task."""
+    def rules(p) -> list[dict]:
+        task = build_plan(p, FULL).of_kind("dms-replication-task")[0].settings
+        return json.loads(task["TableMappings"])["rules"]
+
+    assert P.dms.before_image_columns is True
+    [bi] = [r for r in rules(P) if r["rule-action"] == "add-before-image-columns"]
+    assert bi["rule-target"] == "column" and bi["object-locator"] == {
+        "schema-name": P.source.schema, "table-name": P.source.table}
+    assert bi["before-image-def"] == {"column-prefix": "BI_", "column-suffix": "",
+                                      "column-filter": "pk-only"}
+    off = dataclasses.replace(P, dms=dataclasses.replace(P.dms, before_image_columns=False))
+    assert [r["rule-action"] for r in rules(off)] == ["include", "add-column"]
+
+
 def test_replication_instance_and_source_only_when_asked():
     plan = build_plan(P, DeployOptions(region="us-east-1"))
     assert [r.name for r in plan.of_kind("dms-endpoint")] == [plan.names.target_endpoint]

@@ -10,13 +10,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cdclab.merge_model import Change, clean_row, make_change_seq, old_key_deletes
 from cdclab.settings import load_pipeline
 from cdclab.table_specs import (
     INTERNAL_PREFIX,
+    ROLE_BEFORE_IMAGE,
     ROLE_CHANGE_SEQ,
     ROLE_OP,
     ROLE_TIMESTAMP,
     SPEC_VERSION,
+    SourceTable,
+    before_image_keys,
     build_spec,
 )
 from cdclab.tables_sync import layout_of
@@ -56,8 +60,59 @@ def test_the_demo_tables_ddl_matches_the_documentation_copy(embedded, sql_file: 
 
 def test_the_job_reads_the_spec_version_cdclab_writes() -> None:
     assert job.SPEC_VERSION == SPEC_VERSION
-    assert (job.ROLE_OP, job.ROLE_TIMESTAMP, job.ROLE_CHANGE_SEQ) == (
-        ROLE_OP, ROLE_TIMESTAMP, ROLE_CHANGE_SEQ)
+    assert (job.ROLE_OP, job.ROLE_TIMESTAMP, job.ROLE_CHANGE_SEQ, job.ROLE_BEFORE_IMAGE) == (
+        ROLE_OP, ROLE_TIMESTAMP, ROLE_CHANGE_SEQ, ROLE_BEFORE_IMAGE)
+
+
+@pytest.mark.parametrize("before", [False, True])
+def test_the_job_finds_the_keys_before_image_as_cdclab_does(before: bool) -> None:
+    spec = hosts_spec(before_image=before)
+    assert job.before_image_keys(spec) == before_image_keys(spec)
+    assert bool(job.before_image_keys(spec)) == before
+
+
+@given(st.lists(st.sampled_from(["o", "p", "q", "r"]), min_size=1, max_size=4, unique=True),
+       st.sets(st.sampled_from(["o", "p", "q", "r"])))
+def test_a_key_change_is_told_only_with_every_key_columns_before_image(
+        key: list[str], imaged: set[str]) -> None:
+    """Both sides agree; a partial before image of the key (non-lob leaving a text key
+    column out) tells no key change, so the job deletes nothing."""
+    columns = [SourceColumn(n, PgType("int4"), n in key) for n in ("o", "p", "q", "r")]
+    source = SourceTable("s", "t", "s/t", columns, [c.name for c in columns],
+                         ["change_seq"], key, [(f"BI_{n}", n) for n in sorted(imaged)])
+    spec = build_spec(source, layout_of(load_pipeline()))
+    got = job.before_image_keys(spec)
+    assert got == before_image_keys(spec)
+    assert got == ({k: f"bi_{k}" for k in spec["keys"]} if set(key) <= imaged else {})
+
+
+def test_an_old_keys_delete_is_its_key_at_the_updates_sequence_and_time() -> None:
+    assert job.old_key_columns(hosts_spec(before_image=True)) == {
+        "last_updated_ts": True, "id": 0, "url": None, "name": None, "since": None,
+        "location_city": None, "location_country": None, "response_time": None,
+        "response_rate": None, "change_seq": True}
+
+
+_UPDATES = st.builds(
+    Change, op=st.just("U"), id=st.integers(1, 9),
+    change_seq=st.integers(1, 10**6).map(lambda n: make_change_seq(n, 1)),
+    last_updated_ts=st.datetimes(), url=st.none() | st.text(max_size=3),
+    name=st.none() | st.text(max_size=3), location=st.none() | st.just("Paris, France"),
+    before_id=st.none() | st.integers(1, 9))
+
+
+@given(_UPDATES)
+def test_the_jobs_old_key_delete_is_the_merge_models(u: Change) -> None:
+    """From a U's silver row, the job's plan of the old key's D gives the row the merge
+    model's old_key_deletes makes; only a U that moved its key makes one."""
+    plan = job.old_key_columns(hosts_spec(before_image=True))
+    row = dataclasses.asdict(clean_row(u))
+    deletes = [c for c in old_key_deletes([u]) if c is not u]
+    assert len(deletes) == (u.before_id is not None and u.before_id != u.id)
+    for d in deletes:
+        made = {name: (row[name] if source is True else None if source is None
+                       else (u.before_id,)[source]) for name, source in plan.items()}
+        assert made == dataclasses.asdict(clean_row(d))
 
 
 def test_summary_totals_the_tables_and_pools_latencies() -> None:
@@ -79,7 +134,7 @@ def test_the_jobs_own_columns_cannot_collide_with_a_tables() -> None:
     the spec refuses a table column with that prefix."""
     assert job.INTERNAL == INTERNAL_PREFIX
     own = [job.FILE, job.RECORD, job.LINE, job.REASON, job.RAW, job.ORDER, job.OP, job.LOAD,
-           job.RANK, job.ACTION, job.SOURCE_FILE_COLUMN]
+           job.RANK, job.ACTION, job.OLD_KEY, job.BEFORE, job.SOURCE_FILE_COLUMN]
     assert all(c.startswith(INTERNAL_PREFIX) for c in own) and len(set(own)) == len(own)
     source = hosts_source()
     clash = [*source.columns, SourceColumn("_cdclab_op", PgType("text"))]

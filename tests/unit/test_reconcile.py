@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import date
 
 from hypothesis import given
@@ -64,6 +65,7 @@ def test_every_difference_is_found(rows: list[dict], data: st.DataObject) -> Non
     assert result.equal == (not touched)
     assert result.mismatching_keys == sorted(touched)[:MAX_REPORTED_KEYS]
     assert result.missing_in_silver + result.extra_in_silver == len(touched)
+    assert result.orphan_keys == sorted(extra)[:MAX_REPORTED_KEYS]  # in silver only
 
 
 def test_a_changed_value_is_reported_with_an_example() -> None:
@@ -188,3 +190,50 @@ def test_pyiceberg_is_quiet_only_about_files_already_gone(caplog) -> None:
         delete_files(Io(PermissionError("denied")), {"s3://b/m.json"}, "metadata")
         assert [r.getMessage() for r in caplog.records] == [
             "Failed to delete metadata file s3://b/m.json"]
+
+
+def test_old_keys_of_primary_key_updates_are_named_orphans_with_their_cause() -> None:
+    """DMS writes a primary-key UPDATE as one U row with the new key (real output:
+    northwind orders 30017 -> 30018 -> 30019 -> 30020). Replayed without the before image
+    the old keys stay in silver: reconcile names them orphans, and the hint says why."""
+    from datetime import datetime
+
+    from cdclab.merge_model import Change, apply_in_order, make_change_seq
+    from cdclab.reconcile import (
+        ORPHANS_WITH_BEFORE_IMAGE,
+        ORPHANS_WITHOUT_BEFORE_IMAGE,
+        orphan_hint,
+        total,
+    )
+    from tests.resources.specs import hosts_spec
+
+    t = datetime(2024, 7, 5, 20, 21, 50)
+    chain = [Change("I", 30017, make_change_seq(1, 1), t, name="VINET")]
+    for n, (old, new) in enumerate([(30017, 30018), (30018, 30019), (30019, 30020)], 2):
+        chain.append(Change("U", new, make_change_seq(n, 1), t, name="VINET", before_id=old))
+    source = [{"id": 30020, "url": None, "name": "VINET", "since": None, "location": None,
+               "response_time": None, "response_rate": None}]
+
+    def silver(changes: list[Change]) -> dict:
+        rows = apply_in_order(changes)
+        return expected_silver([{"id": r.id, "url": r.url, "name": r.name, "since": r.since,
+                                 "location": None, "response_time": r.response_time,
+                                 "response_rate": r.response_rate} for r in rows.values()])
+
+    fixed = compare(expected_silver(source), silver(chain))
+    assert fixed.equal and fixed.orphan_keys == []
+    flawed = compare(expected_silver(source),
+                     silver([dataclasses.replace(c, before_id=None) for c in chain]))
+    assert not flawed.equal and flawed.missing_in_silver == flawed.different == 0
+    assert flawed.orphan_keys == [30017, 30018, 30019]
+
+    plain, imaged = hosts_spec(), hosts_spec(before_image=True)
+    assert orphan_hint(plain) == ORPHANS_WITHOUT_BEFORE_IMAGE.format(table="public.hosts_demo")
+    assert orphan_hint(imaged) == ORPHANS_WITH_BEFORE_IMAGE.format(table="public.hosts_demo")
+    assert "primary-key UPDATE" in orphan_hint(plain) and "before_image_columns" in (
+        orphan_hint(plain))
+    flawed.hints = [orphan_hint(plain)]
+    both = total({"public.hosts_demo": flawed, "public.other": fixed})
+    assert both.orphan_keys == ["public.hosts_demo:30017", "public.hosts_demo:30018",
+                                "public.hosts_demo:30019"]
+    assert both.hints == [f"public.hosts_demo: {orphan_hint(plain)}"]

@@ -16,6 +16,7 @@ from cdclab.table_specs import (
     SourceTable,
     SpecError,
     TableOverrides,
+    before_image_keys,
     bronze_table_input,
     build_spec,
     glue_name,
@@ -213,3 +214,95 @@ def test_expected_parquet_values_are_the_files_values_as_silver_holds_them() -> 
     assert parquet_typed(col("binary", "binary"), "00ff") == b"\x00\xff"
     assert parquet_typed(col("string", "boolean"), "true") is True
     assert parquet_typed(col("string"), "") == "" and parquet_typed(col("string"), None) is None
+
+
+def test_the_default_mappings_give_the_demo_table_its_keys_before_image() -> None:
+    plain, spec = hosts_spec(), hosts_spec(before_image=True)
+    bronze = spec["bronze_columns"]
+    assert bronze[:-1] == plain["bronze_columns"]
+    assert bronze[-1] == {"name": "bi_id", "role": "before_image", "type": "int",
+                          "source_type": "int4", "before_image_of": "id"}
+    assert spec["silver_columns"] == plain["silver_columns"]  # bronze only
+    assert [c["Name"] for c in bronze_table_input(spec)["StorageDescriptor"]["Columns"]][
+        -2:] == ["change_seq", "bi_id"]
+    assert before_image_keys(spec) == {"id": "bi_id"} and before_image_keys(plain) == {}
+
+
+def test_before_image_columns_of_a_composite_key_and_parquet_types() -> None:
+    columns = [("order_id", PgType("int8")), ("sku", PgType("text")), ("q", PgType("int4"))]
+    source = dataclasses.replace(
+        table(columns, ["order_id", "sku"]),
+        before_image=[("before_order_id", "order_id"), ("before_sku", "sku")])
+    spec = build_spec(source, dataclasses.replace(LAYOUT, data_format="parquet"))
+    assert before_image_keys(spec) == {"order_id": "before_order_id", "sku": "before_sku"}
+    by_name = {c["name"]: c for c in spec["bronze_columns"]}
+    for bi, of in (("before_order_id", "order_id"), ("before_sku", "sku")):
+        assert {k: v for k, v in by_name[bi].items() if k not in ("name", "role",
+                                                                  "before_image_of")} == {
+            k: v for k, v in by_name[of].items() if k not in ("name", "role", "key")}
+    # a key column without a before image (non-lob leaves text out): no key change known
+    partial = dataclasses.replace(source, before_image=[("before_order_id", "order_id")])
+    assert before_image_keys(build_spec(partial, LAYOUT)) == {}
+    with pytest.raises(SpecError, match="not a written column"):
+        build_spec(dataclasses.replace(source, before_image=[("BI_x", "x")]), LAYOUT)
+    with pytest.raises(SpecError, match="no Glue column names"):
+        build_spec(dataclasses.replace(source, before_image=[("BI q", "q")]),
+                   dataclasses.replace(LAYOUT, data_format="parquet"))
+
+
+_TYPES = {"int4": PgType("int4"), "int8": PgType("int8"), "text": PgType("text"),
+          "jsonb": PgType("jsonb"), "date": PgType("date"), "numeric": numeric(12, 2)}
+
+
+@st.composite
+def before_image_tables(draw: st.DrawFn) -> tuple[list[SourceColumn], list[str], dict]:
+    """A table (columns, key) and an add-before-image-columns rule for it."""
+    names = draw(st.lists(st.sampled_from("abcdef"), min_size=1, max_size=6, unique=True))
+    columns = [SourceColumn(n, _TYPES[draw(st.sampled_from(sorted(_TYPES)))]) for n in names]
+    key = draw(st.lists(st.sampled_from(names), min_size=1, unique=True))
+    columns = [dataclasses.replace(c, in_key=c.name in key) for c in columns]
+    prefix, suffix = draw(st.sampled_from([("BI_", ""), ("before_", ""), ("", "_old"),
+                                           ("x", "y")]))
+    definition = {"column-prefix": prefix, "column-suffix": suffix,
+                  "column-filter": draw(st.sampled_from(["pk-only", "non-lob", "all"]))}
+    return columns, key, definition
+
+
+@given(before_image_tables())
+def test_the_bronze_catalog_reads_the_emitters_header_with_before_images(
+        case: tuple[list[SourceColumn], list[str], dict]) -> None:
+    """CSV bronze is read by position: the catalog's columns are the emitter's header
+    (Op, the timestamp, the table's columns, the added ones, then the before images),
+    each before image typed like its column; the job can tell a key change exactly when
+    every key column has one; silver does not change."""
+    from cdclab.tables_sync import source_table
+    from dms_emitter.table_mappings import TableMappings, default_mappings
+    from dms_emitter.values import is_lob
+
+    columns, key, definition = case
+    doc = default_mappings("sales", "t", "change_seq", before_image=True)
+    doc["rules"][-1]["before-image-def"] = definition
+    plan = TableMappings.parse(doc).plan("sales", "t")
+    spec = build_spec(source_table(plan, columns, key), LAYOUT)
+    names = [c.name for c in columns]
+    header = plan.header(names, plan.before(columns, key))
+    bronze = spec["bronze_columns"]
+    assert [c["name"] for c in bronze] == ["op", "last_updated_ts",
+                                           *(glue_name(h) for h in header)]
+    by_name = {c["name"]: c for c in bronze}
+    images = [c for c in bronze if c["role"] == "before_image"]
+    assert [c["before_image_of"] for c in images] == [
+        glue_name(names[i]) for i in plan.before(columns, key)]
+    for c in images:
+        of = by_name[c["before_image_of"]]
+        assert (c["type"], c["source_type"]) == (of["type"], of["source_type"])
+        assert "key" not in c
+    lob_key = any(c.name in key and is_lob(c.type) for c in columns)  # text, jsonb
+    told = definition["column-filter"] != "non-lob" or not lob_key
+    assert before_image_keys(spec) == ({k: glue_name(plan.before_image.name(k))
+                                        for k in spec["keys"]} if told else {})
+    plain = build_spec(source_table(TableMappings.parse(default_mappings(
+        "sales", "t", "change_seq", before_image=False)).plan("sales", "t"), columns, key),
+        LAYOUT)
+    assert spec["silver_columns"] == plain["silver_columns"]
+    assert [c for c in bronze if c["role"] != "before_image"] == plain["bronze_columns"]
