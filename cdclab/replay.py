@@ -26,7 +26,7 @@ from typing import Any
 
 from cdclab import settings
 from cdclab.replay_files import DmsFile, Plan, ReplayError, plan, target_key
-from cdclab.table_specs import Layout, SourceTable, SpecError, build_spec
+from cdclab.table_specs import ROLE_BEFORE_IMAGE, Layout, SourceTable, SpecError, build_spec
 from dms_emitter.source_types import CATEGORY_STRING, PgType, SourceColumn
 
 REPLAY_FOLDER = "replay"
@@ -286,6 +286,7 @@ def tables_from_catalog(dsn: str, p: settings.PipelineSettings, tables: list[str
     """The replayed tables as a source's catalog describes them, through the mappings."""
     import psycopg
 
+    from cdclab.tables_sync import source_table
     from dms_emitter import replication as repl
 
     mappings = mappings_for(p, tables, cdc)
@@ -299,12 +300,9 @@ def tables_from_catalog(dsn: str, p: settings.PipelineSettings, tables: list[str
                 raise ReplayError(f"{qualified}: the source (DDL or live) has no such table, "
                                   "or the table mappings do not select it")
             columns = repl.table_columns(conn, pl.schema, pl.table)
-            kept = [columns[i] for i in pl.kept([c.name for c in columns])]
-            out.append(SourceTable(qualified.split(".")[0], qualified.split(".")[1],
-                                   qualified.replace(".", "/"), kept,
-                                   [pl.column_name(c.name) for c in kept],
-                                   [a.name for a in pl.added],
-                                   [c.name for c in columns if c.in_key]))
+            table = source_table(pl, columns, [c.name for c in columns if c.in_key])
+            schema, name = qualified.split(".", 1)  # named as its files' folder
+            out.append(replace(table, schema=schema, table=name))
     return out
 
 
@@ -417,10 +415,12 @@ def source_tables(options: ReplayOptions, env: Mapping[str, str], p: settings.Pi
 
 def check_layout(spec: Mapping[str, Any], files: list[DmsFile], source: Source,
                  delimiter: str) -> None:
-    """The first CSV file of a table has as many fields as the spec's columns (extra
-    trailing fields are what Glue's reader drops, e.g. before-image columns a task
-    gained later): else the settings do not describe these files, said before copying."""
-    wanted = [c["name"] for c in spec["bronze_columns"] if not c.get("virtual")]
+    """The first CSV file of a table has at least the spec's columns but its before-image
+    ones (files written before the task gained that rule lack them; Glue's reader gives
+    missing trailing fields as NULL and drops extra ones): else the settings do not
+    describe these files, said before anything is copied."""
+    wanted = [c["name"] for c in spec["bronze_columns"]
+              if not c.get("virtual") and c["role"] != ROLE_BEFORE_IMAGE]
     first = next((f for f in files if f.data_format == "csv"), None)
     if first is None:
         return

@@ -66,7 +66,7 @@ def cdclab(stack, *args: str) -> subprocess.CompletedProcess:
 
 def replay(stack, tmp_path: Path, source: Path | str, *args: str) -> dict:
     done = cdclab(stack, "replay", str(source), "--json", *args)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     return json.loads(done.stdout)
 
 
@@ -75,18 +75,24 @@ def write(path: Path, text: str) -> str:
     return str(path)
 
 
-def final_state(folder: Path, columns: list[str], keys: list[str]) -> dict[tuple, list[str]]:
+def final_state(folder: Path, columns: list[str], keys: list[str],
+                before_image: bool = False) -> dict[tuple, list[str]]:
     """The table's rows after its DMS files, by hand: full load first, then every change
-    by its $AR_H_CHANGE_SEQ (the field after the columns); I/U upsert, D delete."""
+    by its $AR_H_CHANGE_SEQ (the field after the columns); I/U upsert, D delete; with
+    `before_image`, a U whose before-image key (the fields after the sequence, when the
+    file has them) differs from its key deletes the old key."""
     changes = []
     for path in sorted(folder.glob("*.csv")):
         for n, row in enumerate(csv.reader(path.open(newline=""))):
             op, values, seq = row[0], row[2:2 + len(columns)], row[2 + len(columns)]
+            old = tuple(row[3 + len(columns):3 + len(columns) + len(keys)])
             load = path.name.startswith("LOAD")
-            changes.append(((0, path.name, n) if load else (1, seq, n), op, values))
+            changes.append(((0, path.name, n) if load else (1, seq, n), op, values, old))
     state: dict[tuple, list[str]] = {}
-    for _order, op, values in sorted(changes):
+    for _order, op, values, old in sorted(changes):
         key = tuple(values[columns.index(k)] for k in keys)
+        if before_image and op == "U" and len(old) == len(keys) and all(old) and old != key:
+            state.pop(old, None)
         if op == "D":
             state.pop(key, None)
         else:
@@ -102,22 +108,34 @@ def expected_file(path: Path, columns: list[str], rows: dict[tuple, list[str]]) 
     return str(path)
 
 
+BEFORE_IMAGE_RULE = {  # the task gained it before its July files (their last fields)
+    "rule-type": "transformation", "rule-id": "3", "rule-name": "bi", "rule-target": "column",
+    "rule-action": "add-before-image-columns",
+    "object-locator": {"schema-name": "public", "table-name": "%"},
+    "before-image-def": {"column-prefix": "before_", "column-suffix": "",
+                         "column-filter": "pk-only"}}
+
+
 @needs_samples
+@pytest.mark.parametrize("before_image", [False, True], ids=["dms-flaw", "before-image"])
 def test_northwind_cdc_as_dms_wrote_it_merges_to_the_state_its_files_describe(
-        stack, tmp_path: Path) -> None:
+        stack, tmp_path: Path, before_image: bool) -> None:
     cdc = SAMPLES / "northwind_dms_cdc" / "cdc"
+    mappings = {"rules": NORTHWIND_MAPPINGS["rules"] + ([BEFORE_IMAGE_RULE] if before_image
+                                                        else [])}
     report = replay(
-        stack, tmp_path, cdc, "--name", "northwind_test",
+        stack, tmp_path, cdc, "--name", f"northwind_{before_image}".lower(),
         "--ddl", write(tmp_path / "northwind.sql", NORTHWIND_DDL),
         "--endpoint-settings", write(tmp_path / "endpoint.json", json.dumps(
             {"IncludeOpForFullLoad": True, "TimestampColumnName": "transaction_commit_timestamp"})),
-        "--table-mappings", write(tmp_path / "mappings.json", json.dumps(NORTHWIND_MAPPINGS)),
+        "--table-mappings", write(tmp_path / "mappings.json", json.dumps(mappings)),
         "--tables", "public.orders,public.order_details")
     assert report["ok"] and len(report["skipped_objects"]) == 10  # the other tables' loads
     for table, columns in NORTHWIND_COLUMNS.items():
         one = report["tables"][f"public.{table}"]
         assert one["quarantined"] == 0, one["reasons"]
-        want = final_state(cdc / "public" / table, columns, NORTHWIND_KEYS[table])
+        want = final_state(cdc / "public" / table, columns, NORTHWIND_KEYS[table],
+                           before_image)
         done = cdclab(stack, "reconcile", "--against",
                       expected_file(tmp_path / f"{table}.csv", columns, want),
                       "--silver-table", one["silver_table"],
@@ -125,10 +143,9 @@ def test_northwind_cdc_as_dms_wrote_it_merges_to_the_state_its_files_describe(
         assert done.stdout, done.stderr[-3000:]
         result = json.loads(done.stdout)
         assert result["equal"], result
-    # without before-image columns the June primary-key changes leave their old keys
-    # (DMS's documented behaviour): the files' own state holds them too
-    assert len(final_state(cdc / "public" / "orders", NORTHWIND_COLUMNS["orders"],
-                           NORTHWIND_KEYS["orders"])) == 847
+        assert result["silver_rows"] == {  # the sample's own counts (docs/dms-fidelity.md)
+            ("orders", False): 847, ("orders", True): 843,
+            ("order_details", False): 2176, ("order_details", True): 2173}[(table, before_image)]
 
 
 @needs_samples
@@ -175,11 +192,20 @@ def test_a_parquet_full_load_reads_typed_values(stack, tmp_path: Path) -> None:
 def test_the_emitter_s_own_bucket_read_as_a_user_s_bucket(stack, tmp_path: Path) -> None:
     """s3:// with the user's own profile, the tables from a live source: the pipeline's
     bronze replayed into its own silver tables equals the pipeline's silver."""
+    import psycopg
+
     from cdclab.drain import current_wal_lsn, wait_for_drain
     from cdclab.reconcile import silver_catalog
+    from cdclab.sample_data import seed
+    from cdclab.workload import run_workload
 
     stack.start_pipeline()
     env = stack.env
+    with psycopg.connect(env[settings.ENV_PG_DSN]) as conn:
+        src = settings.load_pipeline().source
+        if not conn.execute(f"SELECT count(*) FROM {src.schema}.{src.table}").fetchone()[0]:
+            seed(conn, 300, seed=7)
+    run_workload(env[settings.ENV_PG_DSN], transactions=60, rate=40, seed=7)
     wait_for_drain(env, current_wal_lsn(env[settings.ENV_PG_DSN]), timeout=420)
     p = settings.load_pipeline()
     profile = tmp_path / "credentials"
@@ -200,7 +226,7 @@ def test_the_emitter_s_own_bucket_read_as_a_user_s_bucket(stack, tmp_path: Path)
          "--change-seq-column", p.dms.change_seq_column,
          "--endpoint-settings", write(tmp_path / "e.json", json.dumps(endpoint)), "--json"],
         env={**stack.cli_env, **variables}, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     report = json.loads(done.stdout)
     qualified = f"{p.source.schema}.{p.source.table}"
     assert report["ok"] and report["tables"][qualified]["quarantined"] == 0
