@@ -16,13 +16,14 @@ import contextlib
 import csv
 import gzip
 import io
+import itertools
 import json
 import secrets
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from cdclab import settings
 from cdclab.replay_files import DmsFile, Plan, ReplayError, plan, target_key
@@ -30,6 +31,7 @@ from cdclab.table_specs import ROLE_BEFORE_IMAGE, Layout, SourceTable, SpecError
 from dms_emitter.source_types import CATEGORY_STRING, PgType, SourceColumn
 
 REPLAY_FOLDER = "replay"
+HEAD_BYTES = 1 << 20  # a header row or a first record is read from at most this much
 MAX_RUNS = 200  # a backlog is drained run by run; more means something loops
 # the endpoint settings a replay reads (AWS's names; DMS's defaults when absent), by the
 # [dms] setting each one is: the S3 target's, and the PostgreSQL source's MapBooleanAsBoolean
@@ -102,8 +104,18 @@ class Source:
     def listing(self) -> Iterator[tuple[str, int]]:
         raise NotImplementedError
 
-    def read(self, key: str) -> bytes:
+    def open(self, key: str) -> BinaryIO:
+        """The object as a stream: a file of any size is copied in bounded memory."""
         raise NotImplementedError
+
+    def head(self, key: str, limit: int = HEAD_BYTES) -> bytes:
+        """The object's first bytes, uncompressed (a .gz), at most `limit`."""
+        with self.open(key) as raw:
+            stream: BinaryIO = gzip.GzipFile(fileobj=raw) if key.endswith(".gz") else raw
+            try:
+                return stream.read(limit)
+            except (OSError, EOFError) as exc:
+                raise ReplayError(f"{key}: unreadable ({exc})") from exc
 
 
 class OneTable(Source):
@@ -119,8 +131,8 @@ class OneTable(Source):
         for key, size in self.inner.listing():
             yield self.prefix + key, size
 
-    def read(self, key: str) -> bytes:
-        return self.inner.read(key.removeprefix(self.prefix))
+    def open(self, key: str) -> BinaryIO:
+        return self.inner.open(key.removeprefix(self.prefix))
 
 
 class FolderSource(Source):
@@ -134,8 +146,8 @@ class FolderSource(Source):
             if path.is_file():
                 yield path.relative_to(self.root).as_posix(), path.stat().st_size
 
-    def read(self, key: str) -> bytes:
-        return (self.root / key).read_bytes()
+    def open(self, key: str) -> BinaryIO:
+        return (self.root / key).open("rb")
 
 
 class BucketSource(Source):
@@ -165,8 +177,9 @@ class BucketSource(Source):
             for o in page.get("Contents", []):
                 yield o["Key"][len(self.prefix):], o["Size"]
 
-    def read(self, key: str) -> bytes:
-        return self.s3.get_object(Bucket=self.bucket, Key=self.prefix + key)["Body"].read()
+    def open(self, key: str) -> BinaryIO:
+        body = self.s3.get_object(Bucket=self.bucket, Key=self.prefix + key)["Body"]
+        return contextlib.closing(body)  # type: ignore[return-value]
 
 
 def open_source(options: ReplayOptions, env: Mapping[str, str]) -> Source:
@@ -306,11 +319,15 @@ def tables_from_catalog(dsn: str, p: settings.PipelineSettings, tables: list[str
     return out
 
 
-def first_record(data: bytes, key: str, delimiter: str) -> list[str]:
-    text = gzip.decompress(data) if key.endswith(".gz") else data
-    for row in csv.reader(io.StringIO(text.decode("utf-8", "replace")), delimiter=delimiter):
-        return row
-    raise ReplayError(f"{key}: an empty file")
+def first_records(head: bytes, key: str, delimiter: str, n: int) -> list[list[str]]:
+    """The first `n` whole records of a file's first bytes."""
+    text = head.decode("utf-8", "replace")
+    if len(head) == HEAD_BYTES and "\n" in text:
+        text = text[: text.rindex("\n") + 1]  # no record cut in the middle
+    rows = list(itertools.islice(csv.reader(io.StringIO(text), delimiter=delimiter), n))
+    if not rows:
+        raise ReplayError(f"{key}: an empty file")
+    return rows
 
 
 def table_from_header(qualified: str, header: list[str], p: settings.PipelineSettings,
@@ -407,7 +424,7 @@ def source_tables(options: ReplayOptions, env: Mapping[str, str], p: settings.Pi
     out = []
     for qualified in tables:
         first = next(f for f in files_plan.of(qualified) if f.data_format == "csv")
-        header = first_record(source.read(first.key), first.key, p.dms.csv_delimiter)
+        header = first_records(source.head(first.key), first.key, p.dms.csv_delimiter, 1)[0]
         out.append(table_from_header(qualified, header, p, tuple(options.keys.get(qualified,
                                                                                    ()))))
     return out
@@ -424,14 +441,9 @@ def check_layout(spec: Mapping[str, Any], files: list[DmsFile], source: Source,
     first = next((f for f in files if f.data_format == "csv"), None)
     if first is None:
         return
-    data = source.read(first.key)
-    rows = csv.reader(io.StringIO((gzip.decompress(data) if first.key.endswith(".gz")
-                                   else data).decode("utf-8", "replace")),
-                      delimiter=delimiter)
-    row = next(iter(rows), None)
-    if spec.get("bronze_header", True):
-        row = next(iter(rows), row)
-    if row is not None and len(row) < len(wanted):
+    rows = first_records(source.head(first.key), first.key, delimiter, 2)
+    row = rows[1] if spec.get("bronze_header", True) and len(rows) > 1 else rows[0]
+    if len(row) < len(wanted):
         raise ReplayError(f"{first.key}: {len(row)} fields, but the table's columns are "
                           f"{len(wanted)}: {wanted}. Give the task's endpoint settings "
                           "(--endpoint-settings: AddColumnName, IncludeOpForFullLoad, "
@@ -451,7 +463,8 @@ def copy_files(files_plan: Plan, source: Source, s3, p: settings.PipelineSetting
                 continue
         except s3.exceptions.ClientError:
             pass
-        s3.put_object(Bucket=bucket, Key=key, Body=source.read(f.key))
+        with source.open(f.key) as body:  # multipart in parts: bounded memory
+            s3.upload_fileobj(body, bucket, key)
         done += f.size
         if i % 25 == 0 or i == len(files_plan.files):
             progress(f"copied {i}/{len(files_plan.files)} files ({done}/{total} bytes)")
