@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import quote
 
 from cdclab.atomic import write_json
-from glue_local import access, code_sources, tags_api
+from glue_local import access, code_sources, glue_versions, tags_api
 from glue_local.errors import GlueError
 from glue_local.job_names import checked_name, state_name, valid_name
 
@@ -27,10 +27,9 @@ ACTIVE_STATES = ("STARTING", "RUNNING", "STOPPING")
 FINAL_STATES = ("SUCCEEDED", "FAILED", "STOPPED", "TIMEOUT", "ERROR", "EXPIRED")
 WAITING = "WAITING"
 DEFAULT_MAX_CONCURRENT_RUNS = 1
-# Glue API model (Job.Timeout): blank means 2,880 minutes for Glue 4.0 and earlier, 480
-# for 5.0 and later; values must stay within 7 days (10,080 minutes).
+# Glue API model (Job.Timeout): blank means 480 minutes for Glue 5.0 and later (the only
+# versions the lab runs: glue_local.glue_versions); values must stay within 7 days.
 DEFAULT_TIMEOUT_MINUTES = 480
-DEFAULT_TIMEOUT_MINUTES_BEFORE_GLUE_5 = 2880
 MAX_TIMEOUT_MINUTES = 10080
 # Job run statuses page: a queued run that cannot get resources is retried for at most
 # 15 minutes, then FAILED.
@@ -57,14 +56,6 @@ def merged_arguments(job: dict, run_args: dict | None) -> dict[str, str]:
             **job.get("NonOverridableArguments", {})}
 
 
-def glue_major(version: str | None) -> int:
-    try:
-        return int(str(version or "5.1").split(".")[0])
-    except ValueError:
-        raise GlueError("InvalidInputException",
-                        f"GlueVersion {version!r} is not valid") from None
-
-
 def checked_timeout(minutes, what: str) -> int | None:
     if minutes is None:
         return None
@@ -80,8 +71,7 @@ def run_timeout(job: dict, request: dict) -> int:
         return given
     if job.get("Timeout") is not None:
         return int(job["Timeout"])
-    return (DEFAULT_TIMEOUT_MINUTES if glue_major(job.get("GlueVersion")) >= 5
-            else DEFAULT_TIMEOUT_MINUTES_BEFORE_GLUE_5)
+    return DEFAULT_TIMEOUT_MINUTES
 
 
 def max_concurrent_runs(job: dict) -> int:
@@ -132,7 +122,7 @@ def new_run(job: dict, request: dict, now: float, state: str = "STARTING") -> di
         "Timeout": run_timeout(job, request),
         "WorkerType": request.get("WorkerType") or job.get("WorkerType", "G.1X"),
         "NumberOfWorkers": int(request.get("NumberOfWorkers") or job.get("NumberOfWorkers", 2)),
-        "GlueVersion": job.get("GlueVersion", "5.1"),
+        "GlueVersion": job.get("GlueVersion", glue_versions.DEFAULT),
     }
     if request.get("JobRunId"):
         run["PreviousRunId"] = request["JobRunId"]
@@ -398,7 +388,7 @@ def _job_from_input(name: str, data: dict, created: float, places) -> dict:
                         f"Job {name}: Command.ScriptLocation is required (a string)")
     code_sources.check_job(data, f"Job {name}", places)
     checked_timeout(data.get("Timeout"), f"Job {name}:")
-    glue_major(data.get("GlueVersion"))
+    glue_versions.checked(data.get("GlueVersion"), f"Job {name}")
     job = {k: data[k] for k in JOB_FIELDS if k in data and k != "Tags"}
     job.setdefault("ExecutionProperty", {"MaxConcurrentRuns": DEFAULT_MAX_CONCURRENT_RUNS})
     job.update(Name=name, CreatedOn=created, LastModifiedOn=time.time())
@@ -433,8 +423,12 @@ def update_job(ctx, req: dict) -> dict:
     with ctx.jobs.lock:
         old = ctx.jobs.require_job(name)
         # Glue's UpdateJob replaces the whole definition with JobUpdate.
-        ctx.jobs.put_job(_job_from_input(name, req.get("JobUpdate") or {}, old["CreatedOn"],
-                                         code_places(ctx)))
+        update = dict(req.get("JobUpdate") or {})
+        # JobUpdate.GlueVersion: "If not provided in the update request, the Glue version
+        # retains the value from the existing job definition" (Glue API model)
+        if update.get("GlueVersion") is None and "GlueVersion" in old:
+            update["GlueVersion"] = old["GlueVersion"]
+        ctx.jobs.put_job(_job_from_input(name, update, old["CreatedOn"], code_places(ctx)))
     return {"JobName": name}
 
 
@@ -453,6 +447,7 @@ def start_job_run(ctx, req: dict) -> dict:
         job = ctx.jobs.require_job(req.get("JobName"))
         # the stored definition too: one registered before these rules may not run
         code_sources.check_job(job, f"Job {job['Name']}", places)
+        glue_versions.checked(job.get("GlueVersion"), f"Job {job['Name']}")
         code_sources.check_arguments(req.get("Arguments"), "StartJobRun Arguments", places,
                                      admin=_caller(ctx) == access.ADMIN)
         retried = req.get("JobRunId")

@@ -103,22 +103,53 @@ def run_log(tmp_path: Path, run_id: str) -> str:
     return (tmp_path / "state" / "logs" / "glue-runs" / f"{run_id}.log").read_text()
 
 
-def test_non_overridable_arguments_win_and_timeouts_follow_the_glue_version(glue, tmp_path):
+def test_non_overridable_arguments_win_and_the_default_timeout_is_glue_5s(glue, tmp_path):
     client, _ = glue
     script = str(tmp_path / "job.py")
-    client.create_job(Name="locked", Role="r", GlueVersion="4.0",
+    client.create_job(Name="locked", Role="r", GlueVersion="5.0",
                       Command={"Name": "glueetl", "ScriptLocation": script},
                       DefaultArguments={"--mode": "default"},
                       NonOverridableArguments={"--mode": "locked"})
     run_id = client.start_job_run(JobName="locked", Arguments={"--mode": "mine"})["JobRunId"]
     run = wait_final(client, run_id, "locked")
     assert run["Arguments"] == {"--mode": "mine"} and "mode locked" in run_log(tmp_path, run_id)
-    assert run["Timeout"] == 2880  # Glue 4.0 and earlier
+    assert run["Timeout"] == 480 and run["GlueVersion"] == "5.0"  # Glue 5.0 and later
     with pytest.raises(client.exceptions.InvalidInputException, match="10080"):
         client.start_job_run(JobName="locked", Timeout=10081)
     with pytest.raises(client.exceptions.InvalidInputException, match="10080"):
         client.create_job(Name="too-long", Role="r", Timeout=20000,
                           Command={"Name": "glueetl", "ScriptLocation": script})
+
+
+def test_glue_versions_other_than_5_0_and_5_1_are_refused_by_name(glue, tmp_path):
+    client, server = glue
+    command = {"Name": "glueetl", "ScriptLocation": str(tmp_path / "job.py")}
+    for version, why in [("4.0", "Spark 3.3.0 and Python 3.10"), ("2.0", "Spark 2.4.3"),
+                         ("0.9", "Python 2.7"), ("auto", "newest"), ("6.0", "not a Glue version")]:
+        with pytest.raises(client.exceptions.InvalidInputException) as err:
+            client.create_job(Name=f"v{version}", Role="r", GlueVersion=version, Command=command)
+        message = str(err.value)
+        assert f"cdclab: GlueVersion {version} is not supported locally" in message, message
+        assert why in message and "Glue 5.1's libraries" in message
+        assert "Set GlueVersion to 5.0 or 5.1" in message
+    assert "v4.0" not in client.list_jobs()["JobNames"]
+    # no GlueVersion: the lab's 5.1; UpdateJob without one keeps the job's (Glue API model)
+    client.create_job(Name="plain", Role="r", Command=command)
+    assert wait_final(client, client.start_job_run(JobName="plain")["JobRunId"],
+                      "plain")["GlueVersion"] == "5.1"
+    client.create_job(Name="five", Role="r", GlueVersion="5.0", Command=command)
+    client.update_job(JobName="five", JobUpdate={"Role": "r2", "Command": command})
+    assert client.get_job(JobName="five")["Job"]["GlueVersion"] == "5.0"
+    with pytest.raises(client.exceptions.InvalidInputException, match="GlueVersion 3.0"):
+        client.update_job(JobName="five", JobUpdate={"Role": "r", "Command": command,
+                                                     "GlueVersion": "3.0"})
+    # a job stored before the rule (or edited on disk) is refused when it is started
+    path = server.ctx.jobs.job_path("five")
+    path.write_text(json.dumps({**json.loads(path.read_text()), "GlueVersion": "4.0"}))
+    with pytest.raises(client.exceptions.InvalidInputException,
+                       match="Job five: cdclab: GlueVersion 4.0 is not supported locally"):
+        client.start_job_run(JobName="five")
+    assert client.get_job_runs(JobName="five")["JobRuns"] == []
 
 
 def test_queued_runs_wait_then_run_in_order(glue, tmp_path):
