@@ -29,6 +29,8 @@ from pyspark.sql import SparkSession
 
 LOCAL_RUN_ID = "cdclab.glue.runId"  # Spark local properties read by spark/glue-jvm
 LOCAL_BOOKMARK_OPTION = "cdclab.glue.bookmarkOption"
+# Modules Glue gives scripts that AWS does not publish (awsgluedq): cdclab's stand-ins
+STAND_INS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stand_ins")
 
 
 def _preload() -> None:
@@ -99,6 +101,7 @@ def prepare(spec: dict) -> None:
     os.chdir(spec["cwd"])
     paths = spec.get("py_paths", [])
     sys.path[:0] = [os.path.dirname(spec["script"]), *paths]
+    sys.path.append(STAND_INS)  # last: a script's own copy of those modules wins
     gateway = spec.get("gateway")
     if not gateway:
         return
