@@ -1,11 +1,14 @@
-"""AWS's awsglue transforms unbox, unnest, split_fields, split_rows and
-SelectFromCollection over cdclab's JVM side, on a real local Spark (no servers)."""
+"""AWS's awsglue transforms unbox, unnest, split_fields, split_rows,
+SelectFromCollection, apply_mapping to nested targets and join over cdclab's JVM side, and
+Glue's output object names, on a real local Spark (no servers)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytestmark = pytest.mark.integration
 
@@ -112,3 +115,69 @@ def test_unbox_parses_json_and_csv_strings_in_place(glue, spark) -> None:
         frame.unbox("pair", "csv", withHeader=True)
     assert json.loads(frame.unbox("address", "json").toDF().toJSON().first())["address"] == {
         "city": "Omaha", "state": "NE"}
+
+
+def test_apply_mapping_nests_dotted_targets_and_names_conflicts(people) -> None:
+    nested = people.apply_mapping([
+        ("id", "int", "person.id", "long"), ("name", "string", "`person.name`", "string"),
+        ("address.city.name", "string", "person.home.city", "string"),
+        ("age", "int", "person.age", "string"), ("nope", "string", "person.nope", "string")])
+    df = nested.toDF()
+    assert df.schema.simpleString() == ("struct<person:struct<id:bigint,home:struct<city:"
+                                        "string>,age:string>,person.name:string>")
+    assert sorted((r.person.id, r["person.name"], r.person.home.city, r.person.age)
+                  for r in df.collect()) == [(1, "Sally", "Omaha", "36"),
+                                             (2, "Bob", "LA", "70"), (3, "Cy", None, None)]
+    with pytest.raises(Exception, match="apply_mapping to both person and person.id"):
+        people.apply_mapping([("id", "int", "person", "int"), ("id", "int", "person.id", "int")])
+    with pytest.raises(Exception, match="apply_mapping to both a.b and fields inside it"):
+        people.apply_mapping([("id", "int", "a.b.c", "int"), ("age", "int", "a.b", "int")])
+    with pytest.raises(Exception, match="apply_mapping with two mappings to x.y"):
+        people.apply_mapping([("id", "int", "x.y", "int"), ("age", "int", "x.y", "int")])
+
+
+def test_join_keeps_shared_fields_as_glue_does(glue, spark) -> None:
+    from awsglue.dynamicframe import DynamicFrame
+    from awsglue.transforms import Join
+
+    left = DynamicFrame.fromDF(spark.createDataFrame(
+        [(1, "L1", "x"), (2, "L2", "y"), (3, "L3", None)], "id int, note string, only_l string"),
+        glue, "left")
+    right = DynamicFrame.fromDF(spark.createDataFrame(
+        [(1, "R1", 10), (2, None, 20), (4, "R4", 40)], "id int, note string, only_r int"),
+        glue, "right")
+    df = Join.apply(left, right, "id", "id").toDF()
+    # the first frame's copy of a key both name alike is `.id` (aws-glue-libs issue 76);
+    # a shared non-key field is one field: the second frame's value, else the first's
+    assert df.columns == [".id", "note", "only_l", "id", "only_r"]
+    assert sorted(tuple(r) for r in df.collect()) == [(1, "R1", "x", 1, 10),
+                                                      (2, "L2", "y", 2, 20)]
+    assert Join.apply(left, right, "id", "id").drop_fields(["`.id`"]).toDF().columns == [
+        "note", "only_l", "id", "only_r"]
+    other = DynamicFrame.fromDF(spark.createDataFrame([(1, 5)], "key int, note int"), glue, "o")
+    assert sorted(left.join(["id"], ["key"], other).toDF().columns) == [
+        "id", "key", "note", "only_l"]  # int and string notes: Spark's common type
+    structs = DynamicFrame.fromDF(spark.createDataFrame([(1, (1,))], "key int, note struct<a:int>"),
+                                  glue, "s")
+    with pytest.raises(Exception, match="join of frames sharing a field of different types"):
+        left.join(["id"], ["key"], structs).toDF().collect()
+    with pytest.raises(Exception, match="same number of keys"):
+        left.join(["id", "note"], ["id"], right)
+
+
+@settings(max_examples=60, deadline=None)
+@given(split=st.integers(0, 99999), counter=st.integers(0, 999),
+       codec=st.sampled_from(["snappy", "gz", "zstd", ""]), partitioned=st.booleans())
+def test_glue_output_names(spark, split, counter, codec, partitioned) -> None:
+    names = spark.sparkContext._jvm.org.cdclab.glue.GlueOutputNames
+    sep = "." if partitioned else "-"  # Spark's suffix inside partition folders: ".c000"
+    ext = f".{codec}" if codec else ""
+    layout = "parquet-partitioned" if partitioned else "parquet"
+    block = f"block-0-{counter}" if partitioned else f"block-{counter}"
+    want_codec = {"": "uncompressed", "gz": "gzip"}.get(codec, codec)
+    assert names.name("run-1", layout, split, f"{sep}c{counter:03d}{ext}.parquet") == \
+        f"run-1-part-{block}-r-{split:05d}-{want_codec}.parquet"
+    text = names.name("run-1", "text", split, f"{sep}c{counter:03d}.csv{ext}")
+    assert text == f"run-1-part-r-{split:05d}" + (f"-c{counter:03d}" if counter else "") + ext
+    assert names.name("run-1", "", split, f"-c{counter:03d}.snappy.orc") == \
+        f"run-1-part-r-{split:05d}" + (f"-c{counter:03d}" if counter else "") + ".snappy.orc"

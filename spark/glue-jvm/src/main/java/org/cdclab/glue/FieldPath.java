@@ -32,6 +32,16 @@ public final class FieldPath {
     return out;
   }
 
+  /** The Glue path of segments: dotted, a segment holding a dot or ` back-quoted. */
+  public static String join(List<String> segments) {
+    StringBuilder sb = new StringBuilder();
+    for (String s : segments) {
+      if (sb.length() > 0) sb.append('.');
+      sb.append(s.contains(".") || s.contains("`") ? "`" + s.replace("`", "``") + "`" : s);
+    }
+    return sb.toString();
+  }
+
   /** A Spark column reference for the path's segments. */
   public static String sparkName(List<String> segments) {
     StringBuilder sb = new StringBuilder();

@@ -9,6 +9,7 @@ import org.apache.spark.sql.SaveMode;
 import org.apache.spark.sql.SparkSession;
 import org.cdclab.glue.CatalogTable;
 import org.cdclab.glue.Formats;
+import org.cdclab.glue.GlueOutputNames;
 import org.cdclab.glue.IcebergTables;
 import org.cdclab.glue.Unsupported;
 
@@ -98,9 +99,33 @@ public class DataSink {
     java.util.Map<String, String> options = Formats.writerOptions(format, formatOptions);
     String compression = connection.getString("compression", null);
     if (compression != null) options.put("compression", compression);
-    DataFrameWriter<Row> w = df.write().mode(SaveMode.Append).format(format).options(options);
     List<String> keys = Formats.partitionKeys(connection);
+    if (glueNames(glue.sparkSession())) {
+      options.put(GlueOutputNames.PREFIX, GlueOutputNames.newPrefix());
+      options.put(GlueOutputNames.SUCCESS_MARKER, "false");
+      options.put(GlueOutputNames.LAYOUT, format.equals("parquet")
+          ? (keys.isEmpty() ? GlueOutputNames.PARQUET : GlueOutputNames.PARQUET_PARTITIONED)
+          : List.of("csv", "json").contains(format) ? GlueOutputNames.TEXT : "");
+    }
+    DataFrameWriter<Row> w = df.write().mode(SaveMode.Append).format(format).options(options);
     if (!keys.isEmpty()) w = w.partitionBy(keys.toArray(new String[0]));
     w.save(path);
   }
+
+  /**
+   * Glue's object names (org.cdclab.glue.GlueOutputNames) come from the session's commit
+   * protocol; it names only the writes that ask, so the session keeps it. A session given
+   * another protocol (S3A committers through --conf) keeps that one and Spark's names.
+   */
+  private static boolean glueNames(SparkSession spark) {
+    String key = "spark.sql.sources.commitProtocolClass";
+    String current = spark.conf().get(key, SPARK_PROTOCOL);
+    if (current.equals(GlueOutputNames.class.getName())) return true;
+    if (!current.equals(SPARK_PROTOCOL)) return false;
+    spark.conf().set(key, GlueOutputNames.class.getName());
+    return true;
+  }
+
+  private static final String SPARK_PROTOCOL =
+      "org.apache.spark.sql.execution.datasources.SQLHadoopMapReduceCommitProtocol";
 }

@@ -18,6 +18,8 @@ import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.cdclab.glue.FieldPath;
 import org.cdclab.glue.GlueSchema;
+import org.cdclab.glue.Joins;
+import org.cdclab.glue.Mapping;
 import org.cdclab.glue.Nesting;
 import org.cdclab.glue.PythonRecords;
 import org.cdclab.glue.Relationalize;
@@ -197,23 +199,14 @@ public class DynamicFrame {
 
   public DynamicFrame applyMapping(Seq<MappingSpec> mappings, boolean caseSensitive, String ctx,
                                    CallSite cs, long t1, long t2) {
-    List<Column> cols = new ArrayList<>();
-    List<String> targets = new ArrayList<>();
+    Mapping out = new Mapping(); // a dotted target nests (org.cdclab.glue.Mapping)
     for (MappingSpec m : list(mappings)) {
-      List<String> target = FieldPath.split(m.targetPath);
-      if (target.size() != 1) {
-        throw Unsupported.of("apply_mapping to a nested target (" + m.targetPath + ")");
-      }
-      if (targets.contains(target.get(0))) {
-        throw Unsupported.of("apply_mapping with two mappings to " + m.targetPath);
-      }
       List<String> source = FieldPath.split(m.sourcePath);
       if (!resolves(source)) continue; // a field no record has: no output field, as on Glue
-      targets.add(target.get(0));
-      cols.add(df.col(FieldPath.sparkName(source)).cast(FieldPath.type(m.targetType))
-          .alias(target.get(0)));
+      out.put(FieldPath.split(m.targetPath),
+          df.col(FieldPath.sparkName(source)).cast(FieldPath.type(m.targetType)), m.targetPath);
     }
-    return with(df.select(cols.toArray(new Column[0])));
+    return with(df.select(out.columns()));
   }
 
   public DynamicFrame resolveChoice(Seq<ResolveSpec> specs, Option<String> choice,
@@ -266,20 +259,10 @@ public class DynamicFrame {
     return with(shuffle ? df.repartition(n) : df.coalesce(n));
   }
 
+  /** join / Join.apply: fields both frames have meet as Glue's do (org.cdclab.glue.Joins). */
   public DynamicFrame join(Seq<String> keys1, Seq<String> keys2, DynamicFrame other, String ctx,
                            CallSite cs, long t1, long t2) {
-    List<String> a = list(keys1);
-    List<String> b = list(keys2);
-    if (a.size() != b.size() || a.isEmpty()) {
-      throw new IllegalArgumentException("cdclab: join needs the same number of keys on both sides");
-    }
-    Column cond = null;
-    for (int i = 0; i < a.size(); i++) {
-      Column eq = df.col(FieldPath.sparkName(FieldPath.split(a.get(i))))
-          .equalTo(other.df.col(FieldPath.sparkName(FieldPath.split(b.get(i)))));
-      cond = cond == null ? eq : cond.and(eq);
-    }
-    return with(df.join(other.df, cond, "inner"));
+    return with(Joins.inner(df, other.df, list(keys1), list(keys2)));
   }
 
   /** spigot: a sample of the records as JSON under path (topk, default 100; prob). */
