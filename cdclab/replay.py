@@ -250,8 +250,10 @@ def ddl_database(admin_dsn: str, ddl: str) -> Iterator[str]:
     db, role, password = f"cdclab_replay_{suffix}", f"cdclab_replay_{suffix}", \
         secrets.token_urlsafe(24)
     with psycopg.connect(admin_dsn, autocommit=True) as admin:
+        # the SCRAM verifier, never the password, in the statement (a failed statement
+        # is written to the server's log)
         admin.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
-            sql.Identifier(role), sql.Literal(password)))
+            sql.Identifier(role), sql.Literal(scram_verifier(password))))
         try:
             admin.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
                 sql.Identifier(db), sql.Identifier(role)))
@@ -268,6 +270,25 @@ def ddl_database(admin_dsn: str, ddl: str) -> Iterator[str]:
                     sql.Identifier(db)))
         finally:
             admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+
+
+def scram_verifier(password: str, iterations: int = 4096) -> str:
+    """PostgreSQL's stored form of a SCRAM-SHA-256 password (RFC 5802 / RFC 7677), which
+    CREATE ROLE ... PASSWORD takes as is; `password` is ASCII (no SASLprep needed)."""
+    import base64
+    import hashlib
+    import hmac
+
+    salt = secrets.token_bytes(16)
+    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, iterations)
+    client_key = hmac.new(salted, b"Client Key", hashlib.sha256).digest()
+    server_key = hmac.new(salted, b"Server Key", hashlib.sha256).digest()
+
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
+    return (f"SCRAM-SHA-256${iterations}:{b64(salt)}$"
+            f"{b64(hashlib.sha256(client_key).digest())}:{b64(server_key)}")
 
 
 def mappings_for(p: settings.PipelineSettings, tables: list[str], cdc: bool):

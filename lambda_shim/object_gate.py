@@ -94,7 +94,7 @@ __all__ = [  # the gate's public names, wherever they are defined
     "MAX_HEADER_CHARS", "MAX_NAME_CHARS", "PARQUET_MAGIC", "PIECE", "REASON_SUFFIX",
     "S3_MAX_KEY_BYTES", "SPOOL_IN_MEMORY", "BytesSource", "CsvLayout", "Defect", "Limits",
     "MiB", "ReadError", "Source", "content_defect", "csv_defect", "gunzip", "inspect",
-    "is_hidden", "key_defect", "parquet_defect", "parquet_structure_defect",
+    "is_hidden", "key_defect", "listing_defect", "parquet_defect", "parquet_structure_defect",
     "quarantine_key",
 ]
 
@@ -108,18 +108,30 @@ S3_MAX_KEY_BYTES = 1024
 
 # --- keys -------------------------------------------------------------------------------
 def is_hidden(key: str) -> bool:
-    """Names Glue's readers skip (as Hive does): `_…`, `.…`, folder markers."""
+    """Names Glue's readers skip (as Hive does): `_…`, `.…`, folder markers; but not a
+    key that breaks the folder's listing before any reader can skip it."""
     name = posixpath.basename(key)
-    return not name or name.startswith(("_", ".")) or name.endswith("_$folder$")
+    hidden = not name or name.startswith(("_", ".")) or name.endswith("_$folder$")
+    return hidden and listing_defect(key) is None
 
 
-def key_defect(key: str) -> Defect | None:
+def listing_defect(key: str) -> Defect | None:
+    """A key that breaks every reader of its folder, whatever its name: a character XML
+    1.0 cannot carry (S3's ListObjectsV2 answer is XML; the AWS SDK for Java's parser,
+    Hadoop's S3A, fails on `&#x1;` and every run with it), or a glob character."""
     bad = sorted({c for c in key if c in GLOB_CHARACTERS})
     if bad:
         return Defect(f"object key has {' '.join(bad)}: Hadoop paths read these as a glob "
                       "pattern or an escape, so readers may not find the object")
-    if any(ord(c) < 32 or ord(c) == 127 for c in key):
+    if any(ord(c) < 32 or ord(c) == 127 or ord(c) in (0xFFFE, 0xFFFF) for c in key):
         return Defect("object key has control characters")
+    return None
+
+
+def key_defect(key: str) -> Defect | None:
+    listing = listing_defect(key)
+    if listing is not None:
+        return listing
     if not key.endswith(DMS_SUFFIXES):
         return Defect("not a DMS file: the name ends in none of .csv, .csv.gz, .parquet, "
                       "so the reader cannot know its format")

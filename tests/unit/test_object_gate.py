@@ -129,6 +129,10 @@ def test_keys_that_are_fine(key) -> None:
 def test_hidden_names_are_skipped_like_the_reader_skips_them() -> None:
     assert is_hidden("dms/t/_SUCCESS") and is_hidden("dms/t/.tmp.csv")
     assert is_hidden("dms/t/x_$folder$") and not is_hidden("dms/t/LOAD00000001.csv")
+    # a hidden name whose key breaks the folder's listing (XML 1.0 cannot carry \x01:
+    # every run's S3A listing fails) is not skipped: the gate refuses it
+    for key in ("dms/t/\x01|/_hidden.csv", "dms/t/a/.x\uffff", "dms/t/[a]/_x"):
+        assert not is_hidden(key) and key_defect(key) is not None
 
 
 # --- DataFormat parquet ----------------------------------------------------------------
@@ -179,7 +183,7 @@ GATE_API = [  # what callers (the Lambda, the watcher, cdclab, tests, bench) imp
     "MAX_HEADER_CHARS", "MAX_NAME_CHARS", "PARQUET_MAGIC", "PIECE", "REASON_SUFFIX",
     "S3_MAX_KEY_BYTES", "SPOOL_IN_MEMORY", "BytesSource", "CsvLayout", "Defect", "Limits",
     "MiB", "ReadError", "Source", "content_defect", "csv_defect", "gunzip", "inspect",
-    "is_hidden", "key_defect", "parquet_defect", "parquet_structure_defect",
+    "is_hidden", "key_defect", "listing_defect", "parquet_defect", "parquet_structure_defect",
     "quarantine_key",
 ]
 

@@ -60,3 +60,22 @@ def test_every_table_s_load_precedes_its_changes_and_changes_keep_time_order(fil
             assert f.order >= last
             last = f.order
         assert target_key("replay/x/", f) == f"replay/x/s/{f.table}/{f.below_table}"
+
+
+def test_the_scratch_role_s_password_is_sent_as_its_scram_verifier() -> None:
+    """The form PostgreSQL stores (RFC 7677): checked against an independent derivation."""
+    import base64
+    import hashlib
+    import hmac
+
+    from cdclab.replay import scram_verifier
+
+    text = scram_verifier("pw-123")
+    head, keys = text.rsplit("$", 1)
+    algo, params = head.split("$", 1)
+    iterations, salt = params.split(":")
+    stored, server = (base64.b64decode(k) for k in keys.split(":"))
+    salted = hashlib.pbkdf2_hmac("sha256", b"pw-123", base64.b64decode(salt), int(iterations))
+    assert algo == "SCRAM-SHA-256" and "pw-123" not in text
+    assert stored == hashlib.sha256(hmac.new(salted, b"Client Key", "sha256").digest()).digest()
+    assert server == hmac.new(salted, b"Server Key", "sha256").digest()
