@@ -208,7 +208,9 @@ def replay_settings(p: settings.PipelineSettings, options: ReplayOptions,
     dms = replace(p.dms, bucket_folder=f"{REPLAY_FOLDER}/{slug}", data_format=data_format,
                   change_seq_column=change_seq,
                   **{ENDPOINT_SETTINGS[name][0]: value for name, value in e.items()})
-    source = replace(p.source, table_mappings=str(options.table_mappings or ""))
+    # absolute: tables_sync reads a relative path from the repository
+    mappings = str(options.table_mappings.resolve()) if options.table_mappings else ""
+    source = replace(p.source, table_mappings=mappings)
     return replace(p, dms=dms, source=source,
                    lake=replace(p.lake, glue_database=f"replay_{slug}"),
                    glue_job=replace(p.glue_job, name=f"cdclab-replay-{slug}"))
@@ -292,26 +294,22 @@ def scram_verifier(password: str, iterations: int = 4096) -> str:
 
 
 def mappings_for(p: settings.PipelineSettings, tables: list[str], cdc: bool):
-    """The real task's table mappings, or ones that select the replayed tables (and add
-    the change sequence column when there are CDC files)."""
-    from dms_emitter.table_mappings import CHANGE_SEQ_EXPRESSION, TableMappings, read_document
+    """The real task's table mappings, or the lab's default rules for each replayed table
+    (without before images, which a task without mappings never wrote; the change
+    sequence column only when there are CDC files)."""
+    from cdclab.tables_sync import table_mappings
+    from dms_emitter.table_mappings import TableMappings, default_mappings
 
     if p.source.table_mappings:
-        path = Path(p.source.table_mappings)
-        return TableMappings.parse(read_document(path), str(path))
+        return table_mappings(p)
     rules: list[dict[str, Any]] = []
-    for i, qualified in enumerate(tables):
+    for qualified in tables:
         schema, table = qualified.split(".", 1)
-        rules.append({"rule-type": "selection", "rule-id": str(2 * i + 1),
-                      "rule-name": f"include-{i}", "rule-action": "include",
-                      "object-locator": {"schema-name": schema, "table-name": table}})
-        if cdc:
-            rules.append({"rule-type": "transformation", "rule-id": str(2 * i + 2),
-                          "rule-name": f"change-seq-{i}", "rule-target": "column",
-                          "object-locator": {"schema-name": schema, "table-name": table},
-                          "rule-action": "add-column", "value": p.dms.change_seq_column,
-                          "expression": CHANGE_SEQ_EXPRESSION,
-                          "data-type": {"type": "string", "length": 50}})
+        selection, change_seq = default_mappings(schema, table, p.dms.change_seq_column,
+                                                 before_image=False)["rules"]
+        for rule in (selection, change_seq) if cdc else (selection,):
+            n = str(len(rules) + 1)  # rule ids and names are unique in one document
+            rules.append({**rule, "rule-id": n, "rule-name": f"{rule['rule-name']}-{n}"})
     return TableMappings.parse({"rules": rules})
 
 

@@ -47,13 +47,16 @@ def jvm_process(session):
         return None
 
 
-def forget_dead_jvm(session) -> None:
-    """Clear PySpark's process-wide singletons that still point at a dead JVM, so the
-    next getOrCreate() launches a new one instead of handing back the dead context."""
+def forget_dead_jvm(session, proc=None) -> None:
+    """Clear PySpark's process-wide singletons that still point at a dead JVM (`proc`,
+    when known), so the next getOrCreate() launches a new one instead of handing back
+    the dead context; singletons of a newer JVM are left alone."""
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     gateway = SparkContext._gateway
+    if proc is not None and gateway is not None and getattr(gateway, "proc", None) is not proc:
+        return  # already forgotten, and a new driver is up
     with SparkContext._lock:
         SparkContext._active_spark_context = None
         SparkContext._gateway = None
@@ -104,6 +107,9 @@ class Driver:
         self._on_state = on_state  # told of every change of `state` (health checks)
         self._cond = threading.Condition()
         self._session = None
+        # the JVM's Popen, kept when the session starts: PySpark's gateway is process-wide,
+        # and another driver of this process that saw the JVM die first clears it
+        self._proc = None
         self._conf: dict[str, str] = {}  # the driver-level settings it was started with
         self._base: dict[str, str | None] = {}  # their values before the first override
         self._users = 0
@@ -113,6 +119,7 @@ class Driver:
         self.state = "idle"  # idle (not started) | up | dead (its JVM died) | restarting
         self.last_death: str | None = None
         self.deaths = 0
+        self._unwatch: threading.Event | None = None  # the running watch's wake-up
 
     def watch(self, on_death: DeathHandler, restart: Callable[[], None] | None = None,
               interval: float = WATCH_INTERVAL_SECONDS) -> threading.Thread:
@@ -128,11 +135,14 @@ class Driver:
 
         self._on_death_seen = seen  # type: ignore[method-assign]
         self._seen: str | None = None
+        self._unwatch = wake
 
         def loop() -> None:
-            while True:
+            while self._unwatch is wake:  # until unwatch(): a stopped server looks no more
                 wake.wait(interval)
                 wake.clear()
+                if self._unwatch is not wake:
+                    return
                 why, self._seen = self._check_death() or self._seen, None
                 if why is None:
                     continue
@@ -148,6 +158,12 @@ class Driver:
         thread = threading.Thread(target=loop, name="spark-driver-watch", daemon=True)
         thread.start()
         return thread
+
+    def unwatch(self) -> None:
+        """End the watch (the server stops): it neither fails runs nor restarts."""
+        wake, self._unwatch = self._unwatch, None
+        if wake is not None:
+            wake.set()
 
     @property
     def generation(self) -> int:
@@ -166,20 +182,20 @@ class Driver:
 
     def _check_death(self) -> str | None:
         with self._cond:
-            session = self._session
-            proc = jvm_process(session) if session is not None else None
+            proc = self._proc if self._session is not None else None
             code = proc.poll() if proc is not None else None
             if code is None:
                 return None
             why = death_reason(code)
             log.error("%s (pid %s); runs on it fail, a new driver starts", why, proc.pid)
-            self._session, self._scratch, self._conf = None, None, {}
+            session = self._session
+            self._session, self._proc, self._scratch, self._conf = None, None, None, {}
             self._users = 0  # the runs that held it are ended by on_death
             self._generation += 1
             self.state, self.last_death = "dead", why
             self.deaths += 1
             self._on_state(self)
-            forget_dead_jvm(session)
+            forget_dead_jvm(session, proc)
             self._cond.notify_all()
             return why
 
@@ -247,6 +263,7 @@ class Driver:
         started = time.monotonic()
         self._session = (self._factory(self._env, extra_conf=conf) if conf
                          else self._factory(self._env))
+        self._proc = jvm_process(self._session)
         self._conf, self._scratch = dict(conf), None
         self.state = "up"
         self._on_state(self)
@@ -275,7 +292,7 @@ class Driver:
         with self._cond:
             if self._session is not None and session_alive(self._session):
                 self._session.stop()
-            self._session = None
+            self._session, self._proc = None, None
 
     def cancel(self, run_id: str) -> None:
         """Cancel the Spark jobs of one run (its process set job group = run id)."""

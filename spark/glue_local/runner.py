@@ -212,6 +212,7 @@ class Runner:
     def shutdown(self, timeout: float = 5.0) -> None:
         """Stop the worker; runs still executing are marked FAILED and their processes end."""
         self._closing = True
+        self.driver.unwatch()
         with self.store.lock:
             for run_id, active in list(self._active.items()):
                 run = self.store.get_run(active.job_name, run_id)

@@ -155,8 +155,12 @@ def test_deploy_creates_every_resource_with_its_settings(aws):
     assert task["MigrationType"] == "full-load-and-cdc"
     assert task["TargetEndpointArn"] == target["EndpointArn"]
     mapping = json.loads(task["TableMappings"])["rules"]
-    assert [r["rule-action"] for r in mapping] == ["include", "add-column"]
+    # dms.before_image_columns (default true): a primary-key UPDATE carries its old key
+    assert [r["rule-action"] for r in mapping] == ["include", "add-column",
+                                                  "add-before-image-columns"]
     assert mapping[1]["expression"] == "$AR_H_CHANGE_SEQ"
+    assert mapping[2]["before-image-def"] == {"column-prefix": "BI_", "column-suffix": "",
+                                              "column-filter": "pk-only"}
 
 
 def test_second_deploy_changes_nothing_and_drift_is_repaired(aws):

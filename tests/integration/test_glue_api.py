@@ -9,7 +9,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from cdclab import settings
+from cdclab import credentials, settings
 from cdclab.services.base import StackContext
 from cdclab.services.glue_api import GlueApiService, job_definition, job_run_metrics, register_job
 from tests.resources.launch import launch
@@ -25,9 +25,11 @@ print('CDCLAB_METRICS {"files": 1}')
 
 
 def glue_client(ctx: StackContext):
+    """The administrator's client: the stack's keys (the Glue API checks SigV4)."""
     return boto3.client("glue", endpoint_url=ctx.env[settings.ENV_GLUE_ENDPOINT],
-                        region_name="us-east-1", aws_access_key_id="x",
-                        aws_secret_access_key="y")
+                        region_name="us-east-1",
+                        aws_access_key_id=ctx.env[settings.ENV_ACCESS_KEY],
+                        aws_secret_access_key=ctx.env[settings.ENV_SECRET_KEY])
 
 
 def wait_state(client, job: str, run_id: str, states: tuple[str, ...], timeout=30.0) -> dict:
@@ -43,7 +45,7 @@ def wait_state(client, job: str, run_id: str, states: tuple[str, ...], timeout=3
 def test_register_run_and_restart_recovery(tmp_path: Path):
     script = tmp_path / "job.py"
     script.write_text(JOB)
-    ctx = StackContext(state_dir=tmp_path / "state")
+    ctx = StackContext(state_dir=tmp_path / "state", env=credentials.generate())
     service = GlueApiService(warm=False)
     running = launch(service, ctx, mounts=(tmp_path,))
     try:
@@ -61,7 +63,7 @@ def test_register_run_and_restart_recovery(tmp_path: Path):
         done = client.start_job_run(JobName="sleepy")["JobRunId"]
         assert wait_state(client, "sleepy", done, ("SUCCEEDED",))
         endpoint = ctx.env[settings.ENV_GLUE_ENDPOINT]
-        assert job_run_metrics(endpoint, "sleepy", done) == {"files": 1}
+        assert job_run_metrics(endpoint, "sleepy", done, ctx.env) == {"files": 1}
 
         long = client.start_job_run(JobName="sleepy", Arguments={"--sleep": "30"})["JobRunId"]
         wait_state(client, "sleepy", long, ("RUNNING",))
