@@ -80,17 +80,60 @@ def open_session(sc: SparkContext, conf: dict[str, str]) -> SparkSession:
     return spark
 
 
-def _share_context(sc: SparkContext) -> None:
-    """A script's `SparkContext()` is the run's context (as a script's first one on Glue);
-    stop() leaves the shared driver running (on Glue it ends the job's own cluster)."""
+def apply_script_conf(sc: SparkContext, given: dict[str, str], lake_catalog: str | None) -> None:
+    """The script's own SparkConf / builder settings on the run's session
+    (glue_local.script_conf): notes go to the run log, a setting that cannot take effect
+    fails the run by name."""
+    from glue_local import script_conf
+
+    if not given or _run_session is None:
+        return
+    defaults = dict(SparkConf().getAll())
+    context = dict(SparkConf(_jconf=sc._jsc.sc().conf()).getAll())
+    planned = script_conf.plan(script_conf.script_settings(given, defaults), context,
+                               lake_catalog)
+    for note in planned.notes:
+        print(f"cdclab: {note}", file=sys.stderr)
+    for key, value in planned.session.items():
+        try:
+            _run_session.conf().set(key, value)
+        except Exception as e:  # "Cannot modify the value of a static/Spark config"
+            raise RuntimeError(script_conf.refusal(key, value)) from e
+
+
+def _share_context(sc: SparkContext, lake_catalog: str | None = None) -> None:
+    """A script's `SparkContext()` is the run's context (as a script's first one on Glue),
+    with the script's SparkConf applied to the run's session; stop() leaves the shared
+    driver running (on Glue it ends the job's own cluster)."""
+    get_or_create = SparkContext.getOrCreate.__func__
+    build = SparkSession.Builder.getOrCreate
+
+    def conf_of(args, kwargs) -> dict[str, str]:
+        conf = kwargs.get("conf", args[7] if len(args) > 7 else None)
+        return dict(conf.getAll()) if conf is not None else {}
 
     def view(self, *args, **kwargs):
         self.__dict__.update(sc.__dict__)
+        apply_script_conf(sc, conf_of(args, kwargs), lake_catalog)
+
+    def get(cls, conf=None):
+        if conf is not None:
+            apply_script_conf(sc, dict(conf.getAll()), lake_catalog)
+        return get_or_create(cls)
+
+    def builder_get(self):
+        given = {k: str(v) for k, v in self._options.items() if k.startswith("spark.")}
+        apply_script_conf(sc, given, lake_catalog)
+        for key in given:  # applied above (Spark would set them unlocalized)
+            self._options.pop(key, None)
+        return build(self)
 
     def keep_running(self, *args, **kwargs):
         print("cdclab: stop() of the shared local Spark driver ignored", file=sys.stderr)
 
     SparkContext.__init__ = view
+    SparkContext.getOrCreate = classmethod(get)
+    SparkSession.Builder.getOrCreate = builder_get
     SparkContext.stop = keep_running
     SparkSession.stop = keep_running
 
@@ -114,7 +157,7 @@ def prepare(spec: dict) -> None:
     spark = open_session(sc, spec.get("conf", {}))
     for jar in spec.get("jars", []):
         spark.sql(f"ADD JAR '{jar}'")
-    _share_context(sc)
+    _share_context(sc, spec.get("lake_catalog"))
 
 
 def run(spec: dict) -> dict:

@@ -442,6 +442,11 @@ class Runner:
                 "argv": script_argv(str(script), job["Name"], run["Id"], args),
                 "bookmark_option": bookmark_option(args), "py_paths": plan.py_paths,
                 "jars": plan.jars, "result": str(work / "result.json"),
+                # a GlueCatalog the script's own SparkConf defines maps to this catalog's
+                # local REST settings (glue_local.script_conf)
+                "lake_catalog": (settings.load_pipeline().lake.catalog_name
+                                 if self.env.get(settings.ENV_PROFILE, settings.PROFILE_LOCAL)
+                                 != settings.PROFILE_AWS else None),
             }
             if not needs_spark(script.read_text(errors="replace")):
                 return self._run_process(spec, out, active)

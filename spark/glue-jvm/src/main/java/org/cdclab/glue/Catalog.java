@@ -7,11 +7,18 @@ import com.amazonaws.auth.DefaultAWSCredentialsProviderChain;
 import com.amazonaws.client.builder.AwsClientBuilder.EndpointConfiguration;
 import com.amazonaws.services.glue.AWSGlue;
 import com.amazonaws.services.glue.AWSGlueClientBuilder;
+import com.amazonaws.services.glue.model.BatchCreatePartitionRequest;
+import com.amazonaws.services.glue.model.CreateTableRequest;
+import com.amazonaws.services.glue.model.EntityNotFoundException;
 import com.amazonaws.services.glue.model.GetPartitionsRequest;
 import com.amazonaws.services.glue.model.GetPartitionsResult;
 import com.amazonaws.services.glue.model.GetTableRequest;
 import com.amazonaws.services.glue.model.Partition;
+import com.amazonaws.services.glue.model.PartitionError;
+import com.amazonaws.services.glue.model.PartitionInput;
 import com.amazonaws.services.glue.model.Table;
+import com.amazonaws.services.glue.model.TableInput;
+import com.amazonaws.services.glue.model.UpdateTableRequest;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -36,6 +43,76 @@ public final class Catalog {
       throw new IllegalStateException("cdclab: cannot read catalog table " + database + "." + name
           + ": " + e.getMessage(), e);
     }
+  }
+
+  /** The table, or null when the catalog has none of that name (EntityNotFoundException). */
+  public static Table findTable(String database, String name, String catalogId) {
+    try {
+      GetTableRequest req = new GetTableRequest().withDatabaseName(database).withName(name);
+      if (catalogId != null && !catalogId.isEmpty()) req.setCatalogId(catalogId);
+      return client().getTable(req).getTable();
+    } catch (EntityNotFoundException e) {
+      return null;
+    } catch (RuntimeException e) {
+      throw new IllegalStateException("cdclab: cannot read catalog table " + database + "."
+          + name + ": " + e.getMessage(), e);
+    }
+  }
+
+  public static void createTable(String database, String catalogId, TableInput table) {
+    CreateTableRequest req = new CreateTableRequest().withDatabaseName(database)
+        .withTableInput(table);
+    if (catalogId != null && !catalogId.isEmpty()) req.setCatalogId(catalogId);
+    try {
+      client().createTable(req);
+    } catch (RuntimeException e) {
+      throw new IllegalStateException("cdclab: cannot create catalog table " + database + "."
+          + table.getName() + ": " + e.getMessage(), e);
+    }
+  }
+
+  public static void updateTable(String database, String catalogId, TableInput table) {
+    UpdateTableRequest req = new UpdateTableRequest().withDatabaseName(database)
+        .withTableInput(table);
+    if (catalogId != null && !catalogId.isEmpty()) req.setCatalogId(catalogId);
+    try {
+      client().updateTable(req);
+    } catch (RuntimeException e) {
+      throw new IllegalStateException("cdclab: cannot update catalog table " + database + "."
+          + table.getName() + ": " + e.getMessage(), e);
+    }
+  }
+
+  /** BatchCreatePartition, 100 a call (its limit); partitions that exist already are kept.
+   * Returns how many were new. */
+  public static int addPartitions(String database, String name, String catalogId,
+                                  List<PartitionInput> partitions) {
+    int added = 0;
+    for (int i = 0; i < partitions.size(); i += 100) {
+      List<PartitionInput> chunk = partitions.subList(i, Math.min(i + 100, partitions.size()));
+      BatchCreatePartitionRequest req = new BatchCreatePartitionRequest()
+          .withDatabaseName(database).withTableName(name).withPartitionInputList(chunk);
+      if (catalogId != null && !catalogId.isEmpty()) req.setCatalogId(catalogId);
+      List<PartitionError> errors;
+      try {
+        errors = client().batchCreatePartition(req).getErrors();
+      } catch (RuntimeException e) {
+        throw new IllegalStateException("cdclab: cannot add partitions to catalog table "
+            + database + "." + name + ": " + e.getMessage(), e);
+      }
+      int failed = 0;
+      for (PartitionError err : errors == null ? List.<PartitionError>of() : errors) {
+        failed++;
+        String code = err.getErrorDetail() == null ? "" : err.getErrorDetail().getErrorCode();
+        if (!"AlreadyExistsException".equals(code)) {
+          throw new IllegalStateException("cdclab: cannot add partition "
+              + err.getPartitionValues() + " to catalog table " + database + "." + name
+              + ": " + code + " " + err.getErrorDetail().getErrorMessage());
+        }
+      }
+      added += chunk.size() - failed;
+    }
+    return added;
   }
 
   /** The table's partitions (GetPartitions, every page), filtered by the catalog when an

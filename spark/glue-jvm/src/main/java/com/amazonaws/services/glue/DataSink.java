@@ -8,6 +8,7 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SaveMode;
 import org.apache.spark.sql.SparkSession;
 import org.cdclab.glue.CatalogTable;
+import org.cdclab.glue.CatalogUpdate;
 import org.cdclab.glue.Formats;
 import org.cdclab.glue.GlueOutputNames;
 import org.cdclab.glue.IcebergTables;
@@ -21,12 +22,19 @@ public class DataSink {
   private String format;
   private JsonOptions formatOptions = JsonOptions.empty();
   private String[] icebergTable; // database, table: an Iceberg table of the catalog
+  private String rawFormat; // as the script named it (glueparquet is parquet to Spark)
+  private List<String> keys; // partitionKeys
+  // enableUpdateCatalog: database, table, catalog id (setCatalogInfo or the catalog sink)
+  private String[] updateTable;
+  private boolean glueParquetTable; // the catalog sink's table asks for Glue's parquet writer
 
   DataSink(GlueContext glue, JsonOptions connection, String path, String format) {
     this.glue = glue;
     this.connection = connection;
     this.path = path;
     this.format = format;
+    this.rawFormat = format;
+    this.keys = connection == null ? List.of() : Formats.partitionKeys(connection);
   }
 
   static DataSink forOptions(GlueContext glue, String connectionType, JsonOptions options) {
@@ -47,11 +55,20 @@ public class DataSink {
       sink.icebergTable = new String[] {database, tableName};
       return sink;
     }
-    if (!table.partitionKeys().isEmpty()) {
+    boolean update = CatalogUpdate.enabled(additional);
+    if (!table.partitionKeys().isEmpty() && !update) {
       throw Unsupported.of("write_dynamic_frame.from_catalog to the partitioned table "
-          + table.name());
+          + table.name() + " without enableUpdateCatalog");
     }
     DataSink sink = new DataSink(glue, additional, table.location(), table.format());
+    if (update) {
+      sink.updateTable = new String[] {database, tableName, catalogId};
+      if (sink.keys.isEmpty()) { // the table's own keys (AWS: must be the same, in order)
+        sink.keys = table.partitionKeys().stream()
+            .map(com.amazonaws.services.glue.model.Column::getName).toList();
+      }
+      sink.glueParquetTable = "true".equalsIgnoreCase(table.params().get("useGlueParquetWriter"));
+    }
     if (sink.format.equals("csv")) {
       sink.formatOptions = new JsonOptions(java.util.Map.of("writeHeader", false));
     }
@@ -60,13 +77,19 @@ public class DataSink {
 
   public void setFormat(String format, JsonOptions options) {
     this.format = Formats.normalize(format);
+    this.rawFormat = format == null ? null : format.toLowerCase();
     this.formatOptions = this.formatOptions.merge(options);
   }
 
   public void setAccumulableSize(int size) {}
 
+  /** The table enableUpdateCatalog creates or updates (without that option: none, as AWS:
+   * "the ETL job will not update the table in the Data Catalog"). */
   public void setCatalogInfo(String database, String table, String catalogId) {
-    throw Unsupported.of("DataSink.setCatalogInfo (enableUpdateCatalog)");
+    if (icebergTable != null) throw Unsupported.of("setCatalogInfo on an Iceberg table's sink");
+    if (CatalogUpdate.enabled(connection)) {
+      updateTable = new String[] {database, table, catalogId};
+    }
   }
 
   public DynamicFrame pyWriteDynamicFrame(DynamicFrame frame, String callSite, String info) {
@@ -96,10 +119,16 @@ public class DataSink {
     // A frame without fields (e.g. a bookmarked source with nothing new) has no records to
     // write: Glue's sink writes nothing; Spark's writers would refuse the empty schema.
     if (df.schema().fields().length == 0) return;
+    String behavior = null;
+    if (updateTable != null) {
+      behavior = CatalogUpdate.behavior(connection);
+      CatalogUpdate.check(updateTable[0] + "." + updateTable[1], format,
+          "glueparquet".equals(rawFormat) || glueParquetTable
+              || formatOptions.getBoolean("useGlueParquetWriter", false), df.schema(), keys);
+    }
     java.util.Map<String, String> options = Formats.writerOptions(format, formatOptions);
     String compression = connection.getString("compression", null);
     if (compression != null) options.put("compression", compression);
-    List<String> keys = Formats.partitionKeys(connection);
     if (glueNames(glue.sparkSession())) {
       options.put(GlueOutputNames.PREFIX, GlueOutputNames.newPrefix());
       options.put(GlueOutputNames.SUCCESS_MARKER, "false");
@@ -110,6 +139,10 @@ public class DataSink {
     DataFrameWriter<Row> w = df.write().mode(SaveMode.Append).format(format).options(options);
     if (!keys.isEmpty()) w = w.partitionBy(keys.toArray(new String[0]));
     w.save(path);
+    if (updateTable != null) {
+      CatalogUpdate.apply(df, updateTable[0], updateTable[1], updateTable[2], path, format,
+          formatOptions, keys, behavior);
+    }
   }
 
   /**
