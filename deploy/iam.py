@@ -117,6 +117,9 @@ def glue_job_policy(n: StackNames, p: PipelineSettings, *, temp_prefix: str) -> 
                 "glue:GetPartition",
                 "glue:GetPartitions",
                 "glue:BatchGetPartition",
+                # a job's sink adds the partitions it wrote (enableUpdateCatalog,
+                # docs.aws.amazon.com/glue/latest/dg/update-from-job.html)
+                "glue:BatchCreatePartition",
             ],
             [f"{glue}:catalog", f"{glue}:database/{db}", f"{glue}:table/{db}/*"],
         ),

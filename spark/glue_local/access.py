@@ -26,7 +26,8 @@ AWS_ROLE_ACTIONS: dict[str, frozenset[str]] = {
     WATCHER: frozenset({"StartJobRun", "GetJobRun", "GetJobRuns"}),
     GLUE: frozenset({
         "GetDatabase", "GetTable", "GetTables", "CreateTable", "UpdateTable",
-        "GetPartition", "GetPartitions", "BatchGetPartition", "GetJobRun", "GetJobRuns",
+        "GetPartition", "GetPartitions", "BatchGetPartition", "BatchCreatePartition",
+        "GetJobRun", "GetJobRuns",
     }),
 }
 # Granted locally beyond the AWS role, and why

@@ -209,7 +209,7 @@ def test_glue_studio_target_creates_then_updates_or_keeps_the_schema(glue, tmp_p
     # LOG keeps the table's schema; the frame's columns are no subset of it: no partition
     orders_csv(src / "b.csv", [(3, "Cy", "1", "US")])
     set_columns([("order_id", "bigint"), ("customer", "string")])
-    log = job("LOG")
+    job("LOG")
     assert columns(table(glue, "studio", "orders")) == [("order_id", "bigint"),
                                                         ("customer", "string")]
     assert set(partitions(glue, "studio", "orders")) == {("DE",), ("FR",)}

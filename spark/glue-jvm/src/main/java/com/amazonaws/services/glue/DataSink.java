@@ -58,7 +58,7 @@ public class DataSink {
     boolean update = CatalogUpdate.enabled(additional);
     if (!table.partitionKeys().isEmpty() && !update) {
       throw Unsupported.of("write_dynamic_frame.from_catalog to the partitioned table "
-          + table.name() + " without enableUpdateCatalog");
+          + table.name());
     }
     DataSink sink = new DataSink(glue, additional, table.location(), table.format());
     if (update) {
