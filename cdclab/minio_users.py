@@ -121,6 +121,8 @@ def policy(name: str, p: settings.PipelineSettings) -> dict:
                       _allow(write + delete, markers), _allow(write + delete, guards),
                       _list(lake.silver_bucket),
                       _allow(read + write + delete, _objects(lake.silver_bucket))]
+        for bucket in p.glue_job.job_buckets:  # the user's own ([glue_job] job_buckets)
+            statements += [_list(bucket), _allow(read + write + delete, _objects(bucket))]
     elif name == "iceberg-rest":
         statements = [_list(lake.silver_bucket, lake.warehouse_prefix),
                       _allow(read + write + delete,

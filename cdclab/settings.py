@@ -23,6 +23,7 @@ from cdclab.settings_check import (
     S3_PREFIX,
     UNSHOWN,
     WHERE,
+    Rule,
     Section,
     SettingsError,
     flag,
@@ -395,6 +396,10 @@ class GlueJobSettings(Section):
     # the next run when the run's "Glue Job State Change" arrives, and every this many
     # minutes (EventBridge delivers Glue's events best effort). 0: no sweep
     backlog_sweep_minutes: int = 10
+    # Buckets of the user's own that the jobs' role may list, read, write and delete in
+    # (beyond bronze, scripts and silver), as an IAM role's policy grants them; the lab
+    # creates them when MinIO starts. None of the lab's own buckets.
+    job_buckets: list[str] = field(default_factory=list)
 
     SECTION = "glue_job"
     RULES = {
@@ -410,7 +415,15 @@ class GlueJobSettings(Section):
         "bounded_size_bytes": whole(0, why=" (0: no cap)"),
         # EventBridge's rate() takes whole minutes, at least 1
         "backlog_sweep_minutes": whole(0, 1440, " minutes (0: no sweep)"),
+        "job_buckets": Rule(list, "a list of S3 bucket names, e.g. [\"my-bucket\"]",
+                            lambda v: all(isinstance(b, str) for b in v)),
     }
+
+    def check_together(self) -> None:
+        for i, bucket in enumerate(self.job_buckets):
+            if not _BUCKET.accepts(bucket):
+                raise SettingsError(WHERE, f"{self.key('job_buckets')}[{i}]", bucket,
+                                    _BUCKET.allowed)
 
 
 @dataclass(frozen=True)
@@ -468,6 +481,14 @@ class PipelineSettings:
                                 'per-table overrides: [tables."schema.table"]')
         for name, raw in self.tables.items():
             TableOverrides.parse(name, raw)
+        own = {"lake.bronze_bucket": self.lake.bronze_bucket,
+               "lake.silver_bucket": self.lake.silver_bucket,
+               "lake.scripts_bucket": self.lake.scripts_bucket}
+        for i, bucket in enumerate(self.glue_job.job_buckets):
+            for key, name in own.items():
+                if bucket == name:  # its grants there are narrower: never widen them
+                    raise SettingsError(WHERE, f"glue_job.job_buckets[{i}]", bucket,
+                                        f"a bucket of your own, not the lab's {key}")
         # the bronze bucket holds the DMS folder, the quarantine and the archive: an
         # object moved to one must not land in another (the watcher would read it again)
         folders = {"dms.bucket_folder": self.dms.bucket_folder,

@@ -134,7 +134,18 @@ def glue_job_policy(n: StackNames, p: PipelineSettings, *, temp_prefix: str) -> 
             ["*"],
             Condition={"StringEquals": {"cloudwatch:namespace": "Glue"}},
         ),
+        *_job_buckets(p.glue_job.job_buckets),
     )
+
+
+def _job_buckets(buckets: list[str]) -> list[dict[str, Any]]:
+    """The user's own buckets ([glue_job] job_buckets): whole buckets, nothing else."""
+    if not buckets:
+        return []
+    return [_allow("JobBuckets", ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+                   [f"arn:aws:s3:::{b}/*" for b in buckets]),
+            _allow("ListJobBuckets", ["s3:ListBucket", "s3:GetBucketLocation"],
+                   [_bucket(b) for b in buckets])]
 
 
 def lambda_policy(n: StackNames, p: PipelineSettings, *, job_name: str) -> Policy:

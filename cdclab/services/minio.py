@@ -77,14 +77,17 @@ class MinioService(Service):
             return resp.status == 200
 
     def after_start(self, ctx: StackContext) -> None:
-        lake = settings.load_pipeline().lake
+        p = settings.load_pipeline()
+        lake = p.lake
         s3 = s3_client(ctx.env)
         existing = {b["Name"] for b in s3.list_buckets().get("Buckets", [])}
-        for bucket in (lake.bronze_bucket, lake.silver_bucket, lake.scripts_bucket):
+        # the lab's buckets, and the user's own the jobs may reach ([glue_job] job_buckets)
+        for bucket in (lake.bronze_bucket, lake.silver_bucket, lake.scripts_bucket,
+                       *p.glue_job.job_buckets):
             if bucket not in existing:
                 s3.create_bucket(Bucket=bucket)
         # one user per service, with a policy scoped to its buckets and prefixes
-        minio_users.ensure_users(ctx.env)
+        minio_users.ensure_users(ctx.env, p)
 
     def address(self, ctx: StackContext) -> str:
         return (

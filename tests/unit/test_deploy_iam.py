@@ -155,3 +155,24 @@ def test_not_action_and_not_resource_are_caught_and_scoped_patterns_pass():
     for action, resource in fine:
         stmt = {"Sid": "ok", "Effect": "Allow", "Action": [action], "Resource": [resource]}
         assert wildcard_violations({"Statement": [stmt]}) == [], (action, resource)
+
+
+def test_the_job_role_reaches_the_declared_buckets_only():
+    import dataclasses
+
+    mine = dataclasses.replace(P, glue_job=dataclasses.replace(P.glue_job,
+                                                               job_buckets=["my-bucket"]))
+    plan = build_plan(mine, DeployOptions(region="us-east-1", account_id="111122223333"))
+    n = plan.names
+    role = plan.get("iam-role", n.glue_role).settings["InlinePolicies"][n.glue_role]
+    grants = {(a, r) for s in role["Statement"] for a in _as_list(s["Action"])
+              for r in _as_list(s["Resource"]) if "my-bucket" in r}
+    assert grants == {("s3:GetObject", "arn:aws:s3:::my-bucket/*"),
+                      ("s3:PutObject", "arn:aws:s3:::my-bucket/*"),
+                      ("s3:DeleteObject", "arn:aws:s3:::my-bucket/*"),
+                      ("s3:ListBucket", "arn:aws:s3:::my-bucket"),
+                      ("s3:GetBucketLocation", "arn:aws:s3:::my-bucket")}
+    assert not wildcard_violations(role)
+    others = [name for name, doc in all_policies(plan) if name != n.glue_role
+              and "my-bucket" in str(doc)]
+    assert not others

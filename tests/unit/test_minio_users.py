@@ -168,3 +168,20 @@ def test_an_older_credentials_file_gets_the_users_and_token_added_0600(tmp_path)
     assert credentials.load_or_create(tmp_path) == loaded  # embedded: kept from now on
     assert all(credentials.mask(loaded)[k] == "***" for k in later)
 
+
+
+def test_the_jobs_reach_the_declared_buckets_and_no_other() -> None:
+    import dataclasses
+
+    mine = dataclasses.replace(P, glue_job=dataclasses.replace(
+        P.glue_job, job_buckets=["my-bucket", "other.bucket"]))
+    grants = {(a, r) for s in minio_users.policy("glue", mine)["Statement"]
+              for a in s["Action"] for r in s["Resource"]}
+    for bucket in ("my-bucket", "other.bucket"):
+        assert ("s3:ListBucket", f"arn:aws:s3:::{bucket}") in grants
+        for action in ("s3:GetObject", "s3:PutObject", "s3:DeleteObject"):
+            assert (action, f"arn:aws:s3:::{bucket}/*") in grants
+    buckets = {r.removeprefix("arn:aws:s3:::").split("/", 1)[0] for _, r in grants}
+    assert buckets == STACK_BUCKETS | {"my-bucket", "other.bucket"}
+    for service in ("emitter", "watcher", "iceberg-rest"):  # only the jobs' role
+        assert minio_users.policy(service, mine) == minio_users.policy(service, P)

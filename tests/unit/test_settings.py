@@ -369,3 +369,18 @@ def test_table_overrides_parse_what_the_settings_checked() -> None:
     over = TableOverrides.parse("public.hosts_demo", entry)
     assert over.transformation_ctx == "hostsIncrementalInputDF"
     assert over.derive[0].into == ("location_city", "location_country")
+
+
+def test_job_buckets_are_s3_bucket_names_of_the_users_own() -> None:
+    p = parse_pipeline(with_value("glue_job", "job_buckets", ["my-bucket", "a.b-c"]), WHERE)
+    assert p.glue_job.job_buckets == ["my-bucket", "a.b-c"]
+    for bad in ("My_Bucket", "ab", "a..b", "192.168.1.1", "xn--x", "x-s3alias"):
+        err = refused(with_value("glue_job", "job_buckets", ["ok-bucket", bad]))
+        assert (err.key, err.value) == ("glue_job.job_buckets[1]", bad)
+        assert "an S3 bucket name" in err.allowed
+    err = refused(with_value("glue_job", "job_buckets", "my-bucket"))
+    assert err.key == "glue_job.job_buckets" and "a list of S3 bucket names" in err.allowed
+    lab = SHIPPED["lake"]["bronze_bucket"]
+    err = refused(with_value("glue_job", "job_buckets", [lab]))
+    assert (err.key, err.value) == ("glue_job.job_buckets[0]", lab)
+    assert "lake.bronze_bucket" in err.allowed
