@@ -348,3 +348,40 @@ def test_builder_settings_apply_and_a_driver_setting_fails_by_name(glue, tmp_pat
     assert "partitions 7" in log
     assert got["JobRunState"] == "FAILED"
     assert "spark.serializer" in got["ErrorMessage"] and "--conf" in got["ErrorMessage"]
+
+
+# --- the user's buckets ([glue_job] job_buckets) on the real MinIO --------------------
+
+def test_the_jobs_role_reaches_declared_buckets_and_no_other(minio, monkeypatch):
+    import dataclasses
+
+    from botocore.exceptions import ClientError
+
+    from cdclab import minio_users, settings
+    from cdclab.services.minio import MinioService, s3_client
+
+    shipped = settings.load_pipeline()
+    mine = dataclasses.replace(shipped, glue_job=dataclasses.replace(
+        shipped.glue_job, job_buckets=["cdclab-users-own"]))
+    minio["s3"].create_bucket(Bucket="cdclab-undeclared")
+    monkeypatch.setattr(settings, "load_pipeline", lambda *a, **k: mine)
+    try:
+        MinioService().after_start(minio["ctx"])  # creates it, grants the jobs' user
+        s3 = s3_client({**minio["env"], **minio_users.service_keys(minio["env"], "glue")})
+        s3.put_object(Bucket="cdclab-users-own", Key="out/a.json", Body=b"{}\n")
+        assert s3.get_object(Bucket="cdclab-users-own", Key="out/a.json")["Body"].read() \
+            == b"{}\n"
+        listed = s3.list_objects_v2(Bucket="cdclab-users-own", Prefix="out/")
+        assert [o["Key"] for o in listed["Contents"]] == ["out/a.json"]
+        s3.delete_object(Bucket="cdclab-users-own", Key="out/a.json")
+        for call, kwargs in [(s3.put_object, {"Key": "x", "Body": b"x"}),
+                             (s3.list_objects_v2, {})]:
+            with pytest.raises(ClientError) as err:
+                call(Bucket="cdclab-undeclared", **kwargs)
+            assert err.value.response["Error"]["Code"] == "AccessDenied"
+        watcher = s3_client({**minio["env"],
+                             **minio_users.service_keys(minio["env"], "watcher")})
+        with pytest.raises(ClientError):  # only the jobs' role
+            watcher.put_object(Bucket="cdclab-users-own", Key="x", Body=b"x")
+    finally:
+        minio_users.ensure_users(minio["env"], shipped)
