@@ -80,10 +80,12 @@ def open_session(sc: SparkContext, conf: dict[str, str]) -> SparkSession:
     return spark
 
 
-def apply_script_conf(sc: SparkContext, given: dict[str, str], lake_catalog: str | None) -> None:
+def apply_script_conf(sc: SparkContext, given: dict[str, str], lake_catalog: str | None,
+                      strict: bool = True) -> None:
     """The script's own SparkConf / builder settings on the run's session
-    (glue_local.script_conf): notes go to the run log, a setting that cannot take effect
-    fails the run by name."""
+    (glue_local.script_conf): notes go to the run log; a SparkConf setting that cannot take
+    effect fails the run by name, a builder's is noted (`strict` False: Spark's builder
+    over an existing session applies only runtime settings and warns about the rest)."""
     from glue_local import script_conf
 
     if not given or _run_session is None:
@@ -98,7 +100,11 @@ def apply_script_conf(sc: SparkContext, given: dict[str, str], lake_catalog: str
         try:
             _run_session.conf().set(key, value)
         except Exception as e:  # "Cannot modify the value of a static/Spark config"
-            raise RuntimeError(script_conf.refusal(key, value)) from e
+            if strict:
+                raise RuntimeError(script_conf.refusal(key, value)) from e
+            print(f"cdclab: SparkSession.builder {key}: a driver-level setting, not applied "
+                  "to the existing session (as Spark's builder does; use --conf)",
+                  file=sys.stderr)
 
 
 def _share_context(sc: SparkContext, lake_catalog: str | None = None) -> None:
@@ -123,7 +129,7 @@ def _share_context(sc: SparkContext, lake_catalog: str | None = None) -> None:
 
     def builder_get(self):
         given = {k: str(v) for k, v in self._options.items() if k.startswith("spark.")}
-        apply_script_conf(sc, given, lake_catalog)
+        apply_script_conf(sc, given, lake_catalog, strict=False)
         for key in given:  # applied above (Spark would set them unlocalized)
             self._options.pop(key, None)
         return build(self)

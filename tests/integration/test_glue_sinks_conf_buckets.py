@@ -334,7 +334,8 @@ def test_script_sparkconf_defines_its_catalog_and_sql_settings(glue, tmp_path, d
 
 BUILDER = """
 from pyspark.sql import SparkSession
-spark = SparkSession.builder.config("spark.sql.shuffle.partitions", "7").getOrCreate()
+spark = (SparkSession.builder.config("spark.sql.shuffle.partitions", "7")
+         .enableHiveSupport().getOrCreate())
 print("partitions", spark.conf.get("spark.sql.shuffle.partitions"))
 from pyspark import SparkConf, SparkContext
 SparkContext.getOrCreate(SparkConf().set("spark.serializer",
@@ -346,6 +347,8 @@ def test_builder_settings_apply_and_a_driver_setting_fails_by_name(glue, tmp_pat
     inline_job(glue, tmp_path, "builder", BUILDER)
     got, log = finish(glue, "builder")
     assert "partitions 7" in log
+    # a builder's driver-level setting is noted, as Spark's builder warns over a session
+    assert "SparkSession.builder spark.sql.catalogImplementation" in log
     assert got["JobRunState"] == "FAILED"
     assert "spark.serializer" in got["ErrorMessage"] and "--conf" in got["ErrorMessage"]
 
