@@ -34,17 +34,26 @@ public final class GlueSchema {
 
   public String treeString() {
     StringBuilder sb = new StringBuilder("root\n");
-    for (StructField f : struct.fields()) tree(sb, f.name(), f.dataType(), "|-- ");
+    for (StructField f : struct.fields()) tree(sb, f, "|-- ");
     return sb.toString();
   }
 
-  private static void tree(StringBuilder sb, String name, DataType type, String prefix) {
-    sb.append(prefix).append(name).append(": ").append(typeName(type)).append('\n');
+  /** AWS's printSchema: a choice prints as `choice` with its types below it, unnamed. */
+  private static void tree(StringBuilder sb, StructField field, String prefix) {
+    DataType type = field.dataType();
     String inner = prefix.replace("|-- ", "|    ") + "|-- ";
+    if (ChoiceTypes.isChoice(field)) {
+      sb.append(prefix).append(field.name()).append(": choice\n");
+      for (StructField m : ((StructType) type).fields()) {
+        sb.append(inner).append(typeName(m.dataType())).append('\n');
+      }
+      return;
+    }
+    sb.append(prefix).append(field.name()).append(": ").append(typeName(type)).append('\n');
     if (type instanceof StructType s) {
-      for (StructField f : s.fields()) tree(sb, f.name(), f.dataType(), inner);
+      for (StructField f : s.fields()) tree(sb, f, inner);
     } else if (type instanceof ArrayType a && a.elementType() instanceof StructType s) {
-      for (StructField f : s.fields()) tree(sb, f.name(), f.dataType(), inner);
+      for (StructField f : s.fields()) tree(sb, f, inner);
     }
   }
 
@@ -70,6 +79,16 @@ public final class GlueSchema {
     return "unknown";
   }
 
+  /** awsglue.gluetypes.ChoiceType's JSON: {"dataType": "choice", "choices": [...]}. */
+  private static ObjectNode choiceJson(StructField f) {
+    ObjectNode node = JSON.createObjectNode();
+    node.put("dataType", "choice");
+    node.putObject("properties");
+    ArrayNode choices = node.putArray("choices");
+    for (StructField m : ((StructType) f.dataType()).fields()) choices.add(json(m.dataType()));
+    return node;
+  }
+
   static ObjectNode json(DataType t) {
     ObjectNode node = JSON.createObjectNode();
     node.put("dataType", typeName(t));
@@ -79,7 +98,7 @@ public final class GlueSchema {
       for (StructField f : s.fields()) {
         ObjectNode field = fields.addObject();
         field.put("name", f.name());
-        field.set("container", json(f.dataType()));
+        field.set("container", ChoiceTypes.isChoice(f) ? choiceJson(f) : json(f.dataType()));
         field.putObject("properties");
       }
     } else if (t instanceof ArrayType a) {

@@ -79,7 +79,19 @@ public final class PythonRecords {
       Map<String, Object> m = new LinkedHashMap<>();
       StructField[] fields = st.fields();
       for (int i = 0; i < fields.length; i++) {
-        m.put(fields[i].name(), toPythonValue(row.get(i), fields[i].dataType(), zone));
+        Object value = row.get(i);
+        StructField f = fields[i];
+        if (ChoiceTypes.isChoice(f) && value != null) { // a choice: the record's own value
+          Row members = (Row) value;
+          StructField[] types = ((StructType) f.dataType()).fields();
+          value = null;
+          for (int j = 0; j < types.length && value == null; j++) {
+            value = toPythonValue(members.get(j), types[j].dataType(), zone);
+          }
+          m.put(f.name(), value);
+          continue;
+        }
+        m.put(f.name(), toPythonValue(value, f.dataType(), zone));
       }
       return m;
     }
@@ -221,7 +233,9 @@ public final class PythonRecords {
       for (Map.Entry<?, ?> e : record.entrySet()) {
         String name = String.valueOf(e.getKey());
         DataType hint = hint(input, name);
-        DataType t = typeOf(e.getValue(), hint);
+        StructField choice = input == null ? null : choiceField(input, name);
+        DataType t = choice != null && (e.getValue() == null || member(e.getValue(), choice) >= 0)
+            ? choice.dataType() : typeOf(e.getValue(), hint);
         fields.merge(name, t, PythonRecords::mergeTypes);
       }
     }
@@ -238,8 +252,9 @@ public final class PythonRecords {
       for (StructField f : input.fields()) {
         DataType t = fields.get(f.name());
         if (t == null) continue; // the function dropped it from every record
-        out.add(DataTypes.createStructField(f.name(),
-            t == DataTypes.NullType ? f.dataType() : t, true));
+        DataType type = t == DataTypes.NullType ? f.dataType() : t;
+        out.add(DataTypes.createStructField(f.name(), type, true,
+            type.equals(f.dataType()) ? f.metadata() : org.apache.spark.sql.types.Metadata.empty()));
       }
       fields.forEach((name, t) -> {
         if (hint(input, name) == null) {
@@ -249,6 +264,20 @@ public final class PythonRecords {
       });
       return DataTypes.createStructType(out);
     }
+  }
+
+  private static StructField choiceField(StructType t, String name) {
+    for (StructField f : t.fields()) {
+      if (f.name().equals(name) && ChoiceTypes.isChoice(f)) return f;
+    }
+    return null;
+  }
+
+  /** The index of the choice's member a value from Python fits, or -1. */
+  static int member(Object v, StructField choice) {
+    StructField[] types = ((StructType) choice.dataType()).fields();
+    for (int j = 0; j < types.length; j++) if (fits(v, types[j].dataType())) return j;
+    return -1;
   }
 
   private static DataType hint(StructType t, String name) {
@@ -340,7 +369,16 @@ public final class PythonRecords {
       StructField[] fields = st.fields();
       Object[] values = new Object[fields.length];
       for (int i = 0; i < fields.length; i++) {
-        values[i] = fromPythonValue(m.get(fields[i].name()), fields[i].dataType(), zone);
+        Object x = m.get(fields[i].name());
+        if (ChoiceTypes.isChoice(fields[i]) && x != null) { // the value into its type's member
+          StructField[] types = ((StructType) fields[i].dataType()).fields();
+          Object[] members = new Object[types.length];
+          int j = member(x, fields[i]);
+          if (j >= 0) members[j] = fromPythonValue(x, types[j].dataType(), zone);
+          values[i] = RowFactory.create(members);
+          continue;
+        }
+        values[i] = fromPythonValue(x, fields[i].dataType(), zone);
       }
       return RowFactory.create(values);
     }

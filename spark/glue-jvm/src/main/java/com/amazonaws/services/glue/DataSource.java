@@ -18,6 +18,7 @@ import org.apache.spark.sql.types.StructType;
 import org.cdclab.glue.BookmarkState;
 import org.cdclab.glue.CatalogPartitions;
 import org.cdclab.glue.CatalogTable;
+import org.cdclab.glue.ChoiceTypes;
 import org.cdclab.glue.IcebergTables;
 import org.cdclab.glue.Formats;
 import org.cdclab.glue.JobRun;
@@ -295,11 +296,12 @@ public class DataSource {
     if (catalogSchema != null && format.equals("csv")) {
       List<Column> cols = new ArrayList<>();
       for (StructField f : catalogSchema.fields()) {
-        cols.add(functions.col("`" + f.name().replace("`", "``") + "`").cast(f.dataType()).alias(f.name()));
+        cols.add(functions.col("`" + f.name().replace("`", "``") + "`"));
       }
       if (fileColumn != null) cols.add(functions.col(fileColumn));
       if (timeColumn != null) cols.add(functions.col(timeColumn));
-      df = df.select(cols.toArray(new Column[0]));
+      // Glue types each value: one that the catalog type does not parse makes a choice
+      df = ChoiceTypes.fromText(df.select(cols.toArray(new Column[0])), catalogSchema);
     }
     return df;
   }
