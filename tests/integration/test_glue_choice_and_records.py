@@ -106,7 +106,7 @@ def test_resolve_choice_sample_reads_a_choice_and_resolves_it_four_ways(glue, tm
 
     records = []
     for row in ROWS:
-        rec = {c: typed(v, TYPES.get(c, "string")) for c, v in zip(HEADER, row)}
+        rec = {c: typed(v, TYPES.get(c, "string")) for c, v in zip(HEADER, row, strict=True)}
         records.append(rec)
 
     def plain(rec: dict, choice) -> dict:
@@ -169,3 +169,100 @@ def test_choice_fields_in_python_records_and_writes(glue, sdk_driver, tmp_path):
                                              format="json")
     by_choice = frame.resolveChoice(choice="make_cols").toDF()
     assert by_choice.columns == ["id", "n_int", "n_string"]
+
+
+REVIEWS = [{"id": i, "rating": i % 6, "country": ["US", "DE", "US"][i % 3]} for i in range(40)]
+for i in range(0, 40, 4):
+    del REVIEWS[i]["rating"]  # records without the key (AWS: the predicate's KeyError)
+for i in range(1, 40, 10):
+    del REVIEWS[i]["country"]
+REVIEWS[5]["rating"] = None  # an explicit null: None >= 4 is a TypeError on Glue too
+
+
+def aws_filter(records: list[dict], predicate) -> list[dict]:
+    """awsglue/dynamicframe.py's filter: KeyError, ValueError and TypeError make the
+    predicate False; the record is dropped."""
+    kept = []
+    for r in records:
+        try:
+            if predicate(r):
+                kept.append(r)
+        except (KeyError, ValueError, TypeError):
+            pass
+    return kept
+
+
+def test_glue_studio_filter_drops_records_without_the_key(glue, tmp_path):
+    src, out = tmp_path / "reviews", tmp_path / "out"
+    src.mkdir()
+    (src / "part.json").write_text("\n".join(json.dumps(r) for r in REVIEWS) + "\n")
+    create(glue, "studio-filter", "glue_studio_json_filter.py", source=f"file://{src}",
+           target=f"file://{out}")
+    run(glue, "studio-filter")
+    def predicate(row):
+        return row["rating"] >= 4 and row["country"] != "DE"
+
+    want = aws_filter(REVIEWS, predicate)
+    every_key = [{"id": None, "rating": None, "country": None, **r} for r in REVIEWS]
+    assert 0 < len(want) < len(aws_filter(every_key, predicate))  # what locally was kept
+    assert sorted(lines(out), key=lambda r: r["id"]) == sorted(map(no_nulls, want),
+                                                               key=lambda r: r["id"])
+
+
+def test_json_records_carry_only_their_keys(glue, sdk_driver, tmp_path):  # noqa: F811
+    """Map sees only the keys a JSON record has; an exception other than KeyError,
+    ValueError, TypeError in a Filter predicate makes an error record (AWS's Python)."""
+    from awsglue.context import GlueContext
+    from awsglue.transforms import Filter, Map
+
+    src = tmp_path / "r"
+    src.mkdir()
+    (src / "part.json").write_text("\n".join(json.dumps(r) for r in REVIEWS) + "\n")
+    ctx = GlueContext(sdk_driver.sparkContext)
+    frame = ctx.create_dynamic_frame.from_options("s3", {"paths": [f"file://{src}"]},
+                                                  format="json")
+    keys = Map.apply(frame=frame, f=lambda r: {"id": r["id"], "keys": ",".join(sorted(r))})
+    assert {r.id: r["keys"] for r in keys.toDF().collect()} == {
+        r["id"]: ",".join(sorted(k for k, v in r.items() if v is not None)) for r in REVIEWS}
+    odd = Filter.apply(frame=frame, f=lambda r: 1 / (r["id"] % 7) > 0)
+    assert odd.count() == len([r for r in REVIEWS if r["id"] % 7])
+    assert odd.errorsCount() == len([r for r in REVIEWS if r["id"] % 7 == 0])
+    # a DataFrame's rows have every column: fromDF records carry their nulls (as on Glue,
+    # whose DropNullFields example adds a null column through fromDF)
+    from awsglue.dynamicframe import DynamicFrame
+
+    df_frame = DynamicFrame.fromDF(frame.toDF(), ctx, "df")
+    assert Filter.apply(frame=df_frame, f=lambda r: "rating" in r).count() == len(REVIEWS)
+
+
+def test_json_fields_of_mixed_types_are_choices(glue, sdk_driver, tmp_path):  # noqa: F811
+    """A JSON field holding numbers and strings is choice(long, string), as Glue's reader
+    makes it; the other fields keep their one type."""
+    from awsglue.context import GlueContext
+
+    src = tmp_path / "j"
+    src.mkdir()
+    records = [{"id": 1, "pid": 10001, "name": "a"}, {"id": 2, "pid": "ABC", "name": "b"},
+               {"id": 3, "name": "c"}, {"id": 4, "pid": 2.5, "name": "d"}]
+    (src / "p.json").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    ctx = GlueContext(sdk_driver.sparkContext)
+    frame = ctx.create_dynamic_frame.from_options("s3", {"paths": [f"file://{src}"]},
+                                                  format="json")
+    pid = next(f for f in frame.schema().fields if f.name == "pid").dataType
+    assert type(pid).__name__ == "ChoiceType"
+    assert list(pid.choices) == ["long", "double", "string"]
+    cols = frame.resolveChoice(specs=[("pid", "make_cols")]).toDF()
+    assert cols.columns == ["id", "name", "pid_long", "pid_double", "pid_string"]
+
+    def kind(v):
+        return {int: "long", float: "double", str: "string"}.get(type(v))
+
+    assert sorted(tuple(r) for r in cols.collect()) == sorted(
+        (r["id"], r["name"], *(r.get("pid") if kind(r.get("pid")) == k else None
+                               for k in ("long", "double", "string")))
+        for r in records)
+    cast = frame.resolveChoice(specs=[("pid", "cast:string")]).toDF()
+    assert sorted(r.pid or "" for r in cast.collect()) == ["", "10001", "2.5", "ABC"]
+    seen = frame.map(lambda r: {"id": r["id"], "t": type(r.get("pid")).__name__}).toDF()
+    assert {r.id: r.t for r in seen.collect()} == {1: "int", 2: "str", 3: "NoneType",
+                                                   4: "float"}

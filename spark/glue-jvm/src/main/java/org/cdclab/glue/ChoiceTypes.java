@@ -169,6 +169,91 @@ public final class ChoiceTypes {
     }
   }
 
+  // --- JSON: a top-level field whose records hold scalars of different JSON types ---------
+  private static final List<String> JSON_KINDS = List.of("long", "double", "boolean", "string");
+  private static final com.fasterxml.jackson.databind.ObjectMapper JSON =
+      new com.fasterxml.jackson.databind.ObjectMapper();
+
+  /** Each top-level key of a JSON line: [its JSON kind, its scalar text]. */
+  static java.util.Map<String, List<String>> kinds(String line) {
+    java.util.Map<String, List<String>> out = new java.util.HashMap<>();
+    if (line == null) return out;
+    com.fasterxml.jackson.databind.JsonNode node;
+    try {
+      node = JSON.readTree(line);
+    } catch (java.io.IOException e) {
+      return out; // Spark's reader has already made it a corrupt record
+    }
+    if (node == null || !node.isObject()) return out;
+    node.fields().forEachRemaining(e -> {
+      com.fasterxml.jackson.databind.JsonNode v = e.getValue();
+      String kind = v.isNull() ? "null" : v.isIntegralNumber() ? "long" : v.isNumber()
+          ? "double" : v.isBoolean() ? "boolean" : v.isTextual() ? "string"
+          : v.isObject() ? "struct" : "array";
+      out.put(e.getKey(), List.of(kind, v.isValueNode() ? v.asText() : v.toString()));
+    });
+    return out;
+  }
+
+  /**
+   * A JSON source read by Spark's reader (df) over the same files: a top-level field Spark
+   * typed string whose records hold strings and numbers or booleans becomes a choice, as
+   * Glue's reader makes it (Spark widens such a field to string). One pass over the lines
+   * finds the kinds; a second reads the choice fields' values by kind.
+   */
+  public static Dataset<Row> fromJson(org.apache.spark.sql.SparkSession spark, Dataset<Row> df,
+                                      String[] files) {
+    List<String> candidates = new ArrayList<>();
+    for (StructField f : df.schema().fields()) {
+      if (f.name().equals("_corrupt_record")) return df;
+      if (f.dataType().equals(DataTypes.StringType)) candidates.add(f.name());
+    }
+    if (candidates.isEmpty()) return df;
+    spark.udf().register("cdclab_json_kinds",
+        (org.apache.spark.sql.api.java.UDF1<String, java.util.Map<String, List<String>>>)
+            ChoiceTypes::kinds,
+        DataTypes.createMapType(DataTypes.StringType,
+            DataTypes.createArrayType(DataTypes.StringType)));
+    Dataset<Row> text = spark.read().text(files)
+        .where(functions.trim(functions.col("value")).notEqual(""));
+    Column kindsOf = functions.callUDF("cdclab_json_kinds", functions.col("value"));
+    List<Row> seen = text.select(functions.explode(kindsOf).as(new String[] {"k", "v"}))
+        .where(functions.col("k").isin(candidates.toArray())
+            .and(functions.col("v").getItem(0).notEqual("null")))
+        .groupBy("k").agg(functions.collect_set(functions.col("v").getItem(0))).collectAsList();
+    java.util.Map<String, List<String>> choices = new java.util.HashMap<>();
+    for (Row r : seen) {
+      List<String> types = new ArrayList<>(r.<String>getList(1));
+      if (types.size() < 2) continue;
+      if (!JSON_KINDS.containsAll(types)) {
+        throw Unsupported.of("a JSON field holding objects or arrays and other values (a "
+            + "choice of " + types + " in field " + r.getString(0) + ")");
+      }
+      types.sort(java.util.Comparator.comparingInt(JSON_KINDS::indexOf));
+      choices.put(r.getString(0), types);
+    }
+    if (choices.isEmpty()) return df;
+    Dataset<Row> parsed = text.select(
+        functions.from_json(functions.col("value"), df.schema()).as("r"), kindsOf.as("k"));
+    List<Column> cols = new ArrayList<>();
+    for (StructField f : df.schema().fields()) {
+      Column plain = functions.col("r").getField(f.name());
+      List<String> types = choices.get(f.name());
+      if (types == null) {
+        cols.add(plain.alias(f.name()));
+        continue;
+      }
+      Column entry = functions.col("k").getItem(f.name());
+      List<Column> members = new ArrayList<>();
+      for (String t : types) {
+        members.add(functions.when(entry.getItem(0).equalTo(t),
+            entry.getItem(1).cast(FieldPath.type(t))).alias(t));
+      }
+      cols.add(functions.struct(members.toArray(new Column[0])).as(f.name(), marked()));
+    }
+    return parsed.select(cols.toArray(new Column[0]));
+  }
+
   /** The names of top-level choice fields. */
   public static List<String> choiceFields(StructType t) {
     List<String> out = new ArrayList<>();

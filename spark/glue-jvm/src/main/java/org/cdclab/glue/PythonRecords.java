@@ -55,6 +55,11 @@ public final class PythonRecords {
 
   // --- to Python ----------------------------------------------------------------------------
   public static JavaRDD<byte[]> toPython(Dataset<Row> df) {
+    return toPython(df, false);
+  }
+
+  /** sparse: a record carries only its non-null fields (see DynamicFrame.sparse). */
+  public static JavaRDD<byte[]> toPython(Dataset<Row> df, boolean sparse) {
     StructType schema = df.schema();
     String zone = df.sparkSession().sessionState().conf().sessionLocalTimeZone();
     JavaRDD<Object> records = df.javaRDD().mapPartitions(rows -> {
@@ -62,7 +67,7 @@ public final class PythonRecords {
       List<Object> out = new ArrayList<>();
       while (rows.hasNext()) {
         Map<String, Object> rec = new HashMap<>();
-        rec.put("record", toPythonValue(rows.next(), schema, zone));
+        rec.put("record", toPythonValue(rows.next(), schema, zone, sparse));
         rec.put("isError", Boolean.FALSE);
         rec.put("errorMessage", "");
         out.add(rec);
@@ -73,6 +78,10 @@ public final class PythonRecords {
   }
 
   private static Object toPythonValue(Object v, DataType t, String zone) {
+    return toPythonValue(v, t, zone, false);
+  }
+
+  private static Object toPythonValue(Object v, DataType t, String zone, boolean sparse) {
     if (v == null) return null;
     if (t instanceof StructType st) {
       Row row = (Row) v;
@@ -88,16 +97,17 @@ public final class PythonRecords {
           for (int j = 0; j < types.length && value == null; j++) {
             value = toPythonValue(members.get(j), types[j].dataType(), zone);
           }
-          m.put(f.name(), value);
+          if (value != null || !sparse) m.put(f.name(), value);
           continue;
         }
-        m.put(f.name(), toPythonValue(value, f.dataType(), zone));
+        if (value == null && sparse) continue; // the record has no such key
+        m.put(f.name(), toPythonValue(value, f.dataType(), zone, sparse));
       }
       return m;
     }
     if (t instanceof ArrayType at) {
       List<Object> out = new ArrayList<>();
-      for (Object e : iterable(v)) out.add(toPythonValue(e, at.elementType(), zone));
+      for (Object e : iterable(v)) out.add(toPythonValue(e, at.elementType(), zone, sparse));
       return out;
     }
     if (t instanceof MapType mt) {
@@ -128,6 +138,13 @@ public final class PythonRecords {
   @SuppressWarnings("unchecked")
   public static Result fromPython(SparkSession spark, StructType input, JavaRDD<byte[]> pickled,
                                   long stageThreshold) {
+    return fromPython(spark, input, pickled, stageThreshold, false);
+  }
+
+  /** sparse: the records carry only their non-null fields, so an input field no record
+   * has is kept (all null) rather than taken as dropped by the function. */
+  public static Result fromPython(SparkSession spark, StructType input, JavaRDD<byte[]> pickled,
+                                  long stageThreshold, boolean sparse) {
     String zone = spark.sessionState().conf().sessionLocalTimeZone();
     JavaRDD<Map<String, Object>> parsed = SerDeUtil.pythonToJava(pickled, true)
         .map(PythonRecords::normalize)
@@ -139,7 +156,7 @@ public final class PythonRecords {
       throw new IllegalStateException("cdclab: " + inferred.errors + " error records exceed "
           + "stageThreshold " + stageThreshold + "; first: " + inferred.firstError);
     }
-    StructType schema = inferred.schema(input);
+    StructType schema = inferred.schema(input, sparse);
     JavaRDD<Row> rows = parsed.filter(r -> !isError(r))
         .map(r -> (Row) fromPythonValue(r.get("record"), schema, zone));
     return new Result(spark.createDataFrame(rows, schema), errors, inferred.errors);
@@ -248,9 +265,13 @@ public final class PythonRecords {
     }
 
     StructType schema(StructType input) {
+      return schema(input, false);
+    }
+
+    StructType schema(StructType input, boolean keepAbsent) {
       List<StructField> out = new ArrayList<>();
       for (StructField f : input.fields()) {
-        DataType t = fields.get(f.name());
+        DataType t = fields.getOrDefault(f.name(), keepAbsent ? DataTypes.NullType : null);
         if (t == null) continue; // the function dropped it from every record
         DataType type = t == DataTypes.NullType ? f.dataType() : t;
         out.add(DataTypes.createStructField(f.name(), type, true,

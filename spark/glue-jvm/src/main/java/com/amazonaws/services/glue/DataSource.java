@@ -181,7 +181,8 @@ public class DataSource {
   }
 
   public DynamicFrame getDynamicFrame() {
-    return DynamicFrame.apply(getDataFrame(), glue);
+    return "json".equals(format) ? DynamicFrame.sparse(getDataFrame(), glue)
+        : DynamicFrame.apply(getDataFrame(), glue);
   }
 
   public DynamicFrame getDynamicFrame(int minPartitions, int targetPartitions) {
@@ -263,6 +264,9 @@ public class DataSource {
       df = reader.schema(catalogSchema).load(literal);
     } else {
       df = reader.load(literal);
+      if (format.equals("json") && !formatOptions.getBoolean("multiLine", false)) {
+        df = ChoiceTypes.fromJson(spark, df, literal); // Glue's choices from mixed values
+      }
     }
     if (fileColumn != null || timeColumn != null) {
       HashMap<String, String> pathOf = new HashMap<>();

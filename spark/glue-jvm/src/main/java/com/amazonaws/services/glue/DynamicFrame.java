@@ -42,6 +42,9 @@ public class DynamicFrame {
   private final GlueContext glue;
   private final JavaRDD<Map<String, Object>> errorRecords; // from Python functions, or null
   private final long errorCount;
+  // JSON records carry only the keys they have; Spark's rows cannot tell a missing key from
+  // a null, so the records of a sparse frame hand Python only their non-null fields
+  private boolean sparse;
   private String name;
 
   public DynamicFrame(Dataset<Row> df, GlueContext glue) {
@@ -69,7 +72,16 @@ public class DynamicFrame {
   }
 
   private DynamicFrame with(Dataset<Row> next) {
-    return new DynamicFrame(next, glue, errorRecords, errorCount); // errors add up downstream
+    DynamicFrame out = new DynamicFrame(next, glue, errorRecords, errorCount); // errors add up
+    out.sparse = sparse;
+    return out;
+  }
+
+  /** A frame whose records carry only their non-null fields (a JSON source's). */
+  public static DynamicFrame sparse(Dataset<Row> df, GlueContext glue) {
+    DynamicFrame out = new DynamicFrame(df, glue);
+    out.sparse = true;
+    return out;
   }
 
   private static <T> List<T> list(Seq<T> seq) {
@@ -310,15 +322,18 @@ public class DynamicFrame {
 
   // --- Python record functions: map, filter, mapPartitions (org.cdclab.glue.PythonRecords) --
   public JavaRDD<byte[]> javaToPython() {
-    return PythonRecords.toPython(df);
+    return PythonRecords.toPython(df, sparse);
   }
 
   public static DynamicFrame fromPythonRDD(DynamicFrame source, JavaRDD<byte[]> pickled,
                                            GlueContext glue, String ctx, String name, CallSite cs,
                                            long stageThreshold, long totalThreshold) {
     PythonRecords.Result r = PythonRecords.fromPython(glue.sparkSession(), source.df.schema(),
-        pickled, stageThreshold);
-    return new DynamicFrame(r.rows(), source.glue, r.errors(), source.errorCount + r.errorCount());
+        pickled, stageThreshold, source.sparse);
+    DynamicFrame out = new DynamicFrame(r.rows(), source.glue, r.errors(),
+        source.errorCount + r.errorCount());
+    out.sparse = source.sparse; // a key the function left out is absent, not null
+    return out;
   }
 
   // --- not implemented locally: a named error ---------------------------------------------
