@@ -164,6 +164,9 @@ def test_choice_fields_in_python_records_and_writes(glue, sdk_driver, tmp_path):
     ints = frame.filter(lambda r: isinstance(r["n"], int)).resolveChoice(
         specs=[("n", "project:int")]).toDF().collect()
     assert [(r.id, r.n) for r in ints] == [(1, 5)]
+    # the schema comes from the records: where only ints are left, the field is an int
+    only_ints = frame.filter(lambda r: isinstance(r["n"], int)).schema()
+    assert next(f for f in only_ints.fields if f.name == "n").dataType.typeName() == "int"
     with pytest.raises(Exception, match="cdclab: writing the unresolved choice fields"):
         ctx.write_dynamic_frame.from_options(frame, "s3", {"path": f"file://{tmp_path}/o"},
                                              format="json")

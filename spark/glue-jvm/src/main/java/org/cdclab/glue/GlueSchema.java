@@ -3,6 +3,8 @@ package org.cdclab.glue;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.ArrayList;
+import java.util.List;
 import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
@@ -43,11 +45,13 @@ public final class GlueSchema {
     DataType type = field.dataType();
     String inner = prefix.replace("|-- ", "|    ") + "|-- ";
     if (ChoiceTypes.isChoice(field)) {
-      sb.append(prefix).append(field.name()).append(": choice\n");
-      for (StructField m : ((StructType) type).fields()) {
-        sb.append(inner).append(typeName(m.dataType())).append('\n');
+      List<DataType> types = choices(field);
+      if (types.size() != 1) {
+        sb.append(prefix).append(field.name()).append(": choice\n");
+        for (DataType t : types) sb.append(inner).append(typeName(t)).append('\n');
+        return;
       }
-      return;
+      type = types.get(0);
     }
     sb.append(prefix).append(field.name()).append(": ").append(typeName(type)).append('\n');
     if (type instanceof StructType s) {
@@ -79,13 +83,29 @@ public final class GlueSchema {
     return "unknown";
   }
 
+  /**
+   * The types a choice's records hold: DynamicFrame.schema() types a member no record holds
+   * null, and Glue computes the schema from the records, so a choice whose records all hold
+   * one type (after a filter, say) is that type.
+   */
+  private static List<DataType> choices(StructField f) {
+    List<DataType> out = new ArrayList<>();
+    for (StructField m : ((StructType) f.dataType()).fields()) {
+      if (!m.dataType().equals(DataTypes.NullType)) out.add(m.dataType());
+    }
+    return out;
+  }
+
   /** awsglue.gluetypes.ChoiceType's JSON: {"dataType": "choice", "choices": [...]}. */
   private static ObjectNode choiceJson(StructField f) {
+    List<DataType> types = choices(f);
+    if (types.size() == 1) return json(types.get(0));
+    if (types.isEmpty()) return json(DataTypes.NullType);
     ObjectNode node = JSON.createObjectNode();
     node.put("dataType", "choice");
     node.putObject("properties");
     ArrayNode choices = node.putArray("choices");
-    for (StructField m : ((StructType) f.dataType()).fields()) choices.add(json(m.dataType()));
+    for (DataType t : types) choices.add(json(t));
     return node;
   }
 
