@@ -3,6 +3,8 @@ package org.cdclab.glue;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.ArrayList;
+import java.util.List;
 import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
@@ -34,17 +36,28 @@ public final class GlueSchema {
 
   public String treeString() {
     StringBuilder sb = new StringBuilder("root\n");
-    for (StructField f : struct.fields()) tree(sb, f.name(), f.dataType(), "|-- ");
+    for (StructField f : struct.fields()) tree(sb, f, "|-- ");
     return sb.toString();
   }
 
-  private static void tree(StringBuilder sb, String name, DataType type, String prefix) {
-    sb.append(prefix).append(name).append(": ").append(typeName(type)).append('\n');
+  /** AWS's printSchema: a choice prints as `choice` with its types below it, unnamed. */
+  private static void tree(StringBuilder sb, StructField field, String prefix) {
+    DataType type = field.dataType();
     String inner = prefix.replace("|-- ", "|    ") + "|-- ";
+    if (ChoiceTypes.isChoice(field)) {
+      List<DataType> types = choices(field);
+      if (types.size() != 1) {
+        sb.append(prefix).append(field.name()).append(": choice\n");
+        for (DataType t : types) sb.append(inner).append(typeName(t)).append('\n');
+        return;
+      }
+      type = types.get(0);
+    }
+    sb.append(prefix).append(field.name()).append(": ").append(typeName(type)).append('\n');
     if (type instanceof StructType s) {
-      for (StructField f : s.fields()) tree(sb, f.name(), f.dataType(), inner);
+      for (StructField f : s.fields()) tree(sb, f, inner);
     } else if (type instanceof ArrayType a && a.elementType() instanceof StructType s) {
-      for (StructField f : s.fields()) tree(sb, f.name(), f.dataType(), inner);
+      for (StructField f : s.fields()) tree(sb, f, inner);
     }
   }
 
@@ -70,6 +83,32 @@ public final class GlueSchema {
     return "unknown";
   }
 
+  /**
+   * The types a choice's records hold: DynamicFrame.schema() types a member no record holds
+   * null, and Glue computes the schema from the records, so a choice whose records all hold
+   * one type (after a filter, say) is that type.
+   */
+  private static List<DataType> choices(StructField f) {
+    List<DataType> out = new ArrayList<>();
+    for (StructField m : ((StructType) f.dataType()).fields()) {
+      if (!m.dataType().equals(DataTypes.NullType)) out.add(m.dataType());
+    }
+    return out;
+  }
+
+  /** awsglue.gluetypes.ChoiceType's JSON: {"dataType": "choice", "choices": [...]}. */
+  private static ObjectNode choiceJson(StructField f) {
+    List<DataType> types = choices(f);
+    if (types.size() == 1) return json(types.get(0));
+    if (types.isEmpty()) return json(DataTypes.NullType);
+    ObjectNode node = JSON.createObjectNode();
+    node.put("dataType", "choice");
+    node.putObject("properties");
+    ArrayNode choices = node.putArray("choices");
+    for (DataType t : types) choices.add(json(t));
+    return node;
+  }
+
   static ObjectNode json(DataType t) {
     ObjectNode node = JSON.createObjectNode();
     node.put("dataType", typeName(t));
@@ -79,7 +118,7 @@ public final class GlueSchema {
       for (StructField f : s.fields()) {
         ObjectNode field = fields.addObject();
         field.put("name", f.name());
-        field.set("container", json(f.dataType()));
+        field.set("container", ChoiceTypes.isChoice(f) ? choiceJson(f) : json(f.dataType()));
         field.putObject("properties");
       }
     } else if (t instanceof ArrayType a) {

@@ -55,6 +55,11 @@ public final class PythonRecords {
 
   // --- to Python ----------------------------------------------------------------------------
   public static JavaRDD<byte[]> toPython(Dataset<Row> df) {
+    return toPython(df, false);
+  }
+
+  /** sparse: a record carries only its non-null fields (see DynamicFrame.sparse). */
+  public static JavaRDD<byte[]> toPython(Dataset<Row> df, boolean sparse) {
     StructType schema = df.schema();
     String zone = df.sparkSession().sessionState().conf().sessionLocalTimeZone();
     JavaRDD<Object> records = df.javaRDD().mapPartitions(rows -> {
@@ -62,7 +67,7 @@ public final class PythonRecords {
       List<Object> out = new ArrayList<>();
       while (rows.hasNext()) {
         Map<String, Object> rec = new HashMap<>();
-        rec.put("record", toPythonValue(rows.next(), schema, zone));
+        rec.put("record", toPythonValue(rows.next(), schema, zone, sparse));
         rec.put("isError", Boolean.FALSE);
         rec.put("errorMessage", "");
         out.add(rec);
@@ -73,19 +78,36 @@ public final class PythonRecords {
   }
 
   private static Object toPythonValue(Object v, DataType t, String zone) {
+    return toPythonValue(v, t, zone, false);
+  }
+
+  private static Object toPythonValue(Object v, DataType t, String zone, boolean sparse) {
     if (v == null) return null;
     if (t instanceof StructType st) {
       Row row = (Row) v;
       Map<String, Object> m = new LinkedHashMap<>();
       StructField[] fields = st.fields();
       for (int i = 0; i < fields.length; i++) {
-        m.put(fields[i].name(), toPythonValue(row.get(i), fields[i].dataType(), zone));
+        Object value = row.get(i);
+        StructField f = fields[i];
+        if (ChoiceTypes.isChoice(f) && value != null) { // a choice: the record's own value
+          Row members = (Row) value;
+          StructField[] types = ((StructType) f.dataType()).fields();
+          value = null;
+          for (int j = 0; j < types.length && value == null; j++) {
+            value = toPythonValue(members.get(j), types[j].dataType(), zone);
+          }
+          if (value != null || !sparse) m.put(f.name(), value);
+          continue;
+        }
+        if (value == null && sparse) continue; // the record has no such key
+        m.put(f.name(), toPythonValue(value, f.dataType(), zone, sparse));
       }
       return m;
     }
     if (t instanceof ArrayType at) {
       List<Object> out = new ArrayList<>();
-      for (Object e : iterable(v)) out.add(toPythonValue(e, at.elementType(), zone));
+      for (Object e : iterable(v)) out.add(toPythonValue(e, at.elementType(), zone, sparse));
       return out;
     }
     if (t instanceof MapType mt) {
@@ -116,6 +138,13 @@ public final class PythonRecords {
   @SuppressWarnings("unchecked")
   public static Result fromPython(SparkSession spark, StructType input, JavaRDD<byte[]> pickled,
                                   long stageThreshold) {
+    return fromPython(spark, input, pickled, stageThreshold, false);
+  }
+
+  /** sparse: the records carry only their non-null fields, so an input field no record
+   * has is kept (all null) rather than taken as dropped by the function. */
+  public static Result fromPython(SparkSession spark, StructType input, JavaRDD<byte[]> pickled,
+                                  long stageThreshold, boolean sparse) {
     String zone = spark.sessionState().conf().sessionLocalTimeZone();
     JavaRDD<Map<String, Object>> parsed = SerDeUtil.pythonToJava(pickled, true)
         .map(PythonRecords::normalize)
@@ -127,7 +156,7 @@ public final class PythonRecords {
       throw new IllegalStateException("cdclab: " + inferred.errors + " error records exceed "
           + "stageThreshold " + stageThreshold + "; first: " + inferred.firstError);
     }
-    StructType schema = inferred.schema(input);
+    StructType schema = inferred.schema(input, sparse);
     JavaRDD<Row> rows = parsed.filter(r -> !isError(r))
         .map(r -> (Row) fromPythonValue(r.get("record"), schema, zone));
     return new Result(spark.createDataFrame(rows, schema), errors, inferred.errors);
@@ -221,7 +250,9 @@ public final class PythonRecords {
       for (Map.Entry<?, ?> e : record.entrySet()) {
         String name = String.valueOf(e.getKey());
         DataType hint = hint(input, name);
-        DataType t = typeOf(e.getValue(), hint);
+        StructField choice = input == null ? null : choiceField(input, name);
+        DataType t = choice != null && (e.getValue() == null || member(e.getValue(), choice) >= 0)
+            ? choice.dataType() : typeOf(e.getValue(), hint);
         fields.merge(name, t, PythonRecords::mergeTypes);
       }
     }
@@ -234,12 +265,17 @@ public final class PythonRecords {
     }
 
     StructType schema(StructType input) {
+      return schema(input, false);
+    }
+
+    StructType schema(StructType input, boolean keepAbsent) {
       List<StructField> out = new ArrayList<>();
       for (StructField f : input.fields()) {
-        DataType t = fields.get(f.name());
+        DataType t = fields.getOrDefault(f.name(), keepAbsent ? DataTypes.NullType : null);
         if (t == null) continue; // the function dropped it from every record
-        out.add(DataTypes.createStructField(f.name(),
-            t == DataTypes.NullType ? f.dataType() : t, true));
+        DataType type = t == DataTypes.NullType ? f.dataType() : t;
+        out.add(DataTypes.createStructField(f.name(), type, true,
+            type.equals(f.dataType()) ? f.metadata() : org.apache.spark.sql.types.Metadata.empty()));
       }
       fields.forEach((name, t) -> {
         if (hint(input, name) == null) {
@@ -249,6 +285,20 @@ public final class PythonRecords {
       });
       return DataTypes.createStructType(out);
     }
+  }
+
+  private static StructField choiceField(StructType t, String name) {
+    for (StructField f : t.fields()) {
+      if (f.name().equals(name) && ChoiceTypes.isChoice(f)) return f;
+    }
+    return null;
+  }
+
+  /** The index of the choice's member a value from Python fits, or -1. */
+  static int member(Object v, StructField choice) {
+    StructField[] types = ((StructType) choice.dataType()).fields();
+    for (int j = 0; j < types.length; j++) if (fits(v, types[j].dataType())) return j;
+    return -1;
   }
 
   private static DataType hint(StructType t, String name) {
@@ -340,7 +390,16 @@ public final class PythonRecords {
       StructField[] fields = st.fields();
       Object[] values = new Object[fields.length];
       for (int i = 0; i < fields.length; i++) {
-        values[i] = fromPythonValue(m.get(fields[i].name()), fields[i].dataType(), zone);
+        Object x = m.get(fields[i].name());
+        if (ChoiceTypes.isChoice(fields[i]) && x != null) { // the value into its type's member
+          StructField[] types = ((StructType) fields[i].dataType()).fields();
+          Object[] members = new Object[types.length];
+          int j = member(x, fields[i]);
+          if (j >= 0) members[j] = fromPythonValue(x, types[j].dataType(), zone);
+          values[i] = RowFactory.create(members);
+          continue;
+        }
+        values[i] = fromPythonValue(x, fields[i].dataType(), zone);
       }
       return RowFactory.create(values);
     }

@@ -93,6 +93,12 @@ public class DataSink {
   }
 
   public DynamicFrame pyWriteDynamicFrame(DynamicFrame frame, String callSite, String info) {
+    java.util.List<String> choices =
+        org.cdclab.glue.ChoiceTypes.choiceFields(frame.df().schema());
+    if (!choices.isEmpty()) { // Glue writes each record's own value; Spark's writers cannot
+      throw org.cdclab.glue.Unsupported.of("writing the unresolved choice fields " + choices
+          + " (resolve them with resolveChoice first)");
+    }
     write(frame.df());
     return DynamicFrame.emptyDynamicFrame(glue);
   }

@@ -18,6 +18,7 @@ import org.apache.spark.sql.types.StructType;
 import org.cdclab.glue.BookmarkState;
 import org.cdclab.glue.CatalogPartitions;
 import org.cdclab.glue.CatalogTable;
+import org.cdclab.glue.ChoiceTypes;
 import org.cdclab.glue.IcebergTables;
 import org.cdclab.glue.Formats;
 import org.cdclab.glue.JobRun;
@@ -180,7 +181,8 @@ public class DataSource {
   }
 
   public DynamicFrame getDynamicFrame() {
-    return DynamicFrame.apply(getDataFrame(), glue);
+    return "json".equals(format) ? DynamicFrame.sparse(getDataFrame(), glue)
+        : DynamicFrame.apply(getDataFrame(), glue);
   }
 
   public DynamicFrame getDynamicFrame(int minPartitions, int targetPartitions) {
@@ -262,6 +264,9 @@ public class DataSource {
       df = reader.schema(catalogSchema).load(literal);
     } else {
       df = reader.load(literal);
+      if (format.equals("json") && !formatOptions.getBoolean("multiLine", false)) {
+        df = ChoiceTypes.fromJson(spark, df, literal); // Glue's choices from mixed values
+      }
     }
     if (fileColumn != null || timeColumn != null) {
       HashMap<String, String> pathOf = new HashMap<>();
@@ -295,11 +300,12 @@ public class DataSource {
     if (catalogSchema != null && format.equals("csv")) {
       List<Column> cols = new ArrayList<>();
       for (StructField f : catalogSchema.fields()) {
-        cols.add(functions.col("`" + f.name().replace("`", "``") + "`").cast(f.dataType()).alias(f.name()));
+        cols.add(functions.col("`" + f.name().replace("`", "``") + "`"));
       }
       if (fileColumn != null) cols.add(functions.col(fileColumn));
       if (timeColumn != null) cols.add(functions.col(timeColumn));
-      df = df.select(cols.toArray(new Column[0]));
+      // Glue types each value: one that the catalog type does not parse makes a choice
+      df = ChoiceTypes.fromText(df.select(cols.toArray(new Column[0])), catalogSchema);
     }
     return df;
   }

@@ -16,6 +16,8 @@ import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
+import org.cdclab.glue.CatalogTable;
+import org.cdclab.glue.ChoiceTypes;
 import org.cdclab.glue.FieldPath;
 import org.cdclab.glue.GlueSchema;
 import org.cdclab.glue.Joins;
@@ -30,16 +32,19 @@ import scala.collection.JavaConverters;
 import scala.collection.Seq;
 
 /**
- * A DynamicFrame over a Spark DataFrame. Locally every field has one type (Spark's), so there
- * are no ChoiceTypes, error records come only from Python functions (map/filter), and
- * resolveChoice's make_cols,
- * make_struct and match_catalog leave single-typed fields unchanged.
+ * A DynamicFrame over a Spark DataFrame. A field whose records hold values of several types
+ * is a ChoiceType, kept as a marked struct column (org.cdclab.glue.ChoiceTypes) that
+ * schema() shows as a choice and resolveChoice/toDF resolve as Glue does; error records
+ * come only from Python functions (map/filter).
  */
 public class DynamicFrame {
   private final Dataset<Row> df;
   private final GlueContext glue;
   private final JavaRDD<Map<String, Object>> errorRecords; // from Python functions, or null
   private final long errorCount;
+  // JSON records carry only the keys they have; Spark's rows cannot tell a missing key from
+  // a null, so the records of a sparse frame hand Python only their non-null fields
+  private boolean sparse;
   private String name;
 
   public DynamicFrame(Dataset<Row> df, GlueContext glue) {
@@ -67,15 +72,26 @@ public class DynamicFrame {
   }
 
   private DynamicFrame with(Dataset<Row> next) {
-    return new DynamicFrame(next, glue, errorRecords, errorCount); // errors add up downstream
+    DynamicFrame out = new DynamicFrame(next, glue, errorRecords, errorCount); // errors add up
+    out.sparse = sparse;
+    return out;
+  }
+
+  /** A frame whose records carry only their non-null fields (a JSON source's). */
+  public static DynamicFrame sparse(Dataset<Row> df, GlueContext glue) {
+    DynamicFrame out = new DynamicFrame(df, glue);
+    out.sparse = true;
+    return out;
   }
 
   private static <T> List<T> list(Seq<T> seq) {
     return seq == null ? List.of() : JavaConverters.seqAsJavaList(seq);
   }
 
+  /** toDF: choices the specs do not resolve become structs of their types (Glue's
+   * ResolveOption default, KeepAsStruct). */
   public Dataset<Row> toDF(Seq<ResolveSpec> specs) {
-    return resolve(df, list(specs));
+    return ChoiceTypes.resolveAll(resolve(df, list(specs), null), "make_struct", null);
   }
 
   public long count() {
@@ -212,28 +228,51 @@ public class DynamicFrame {
   public DynamicFrame resolveChoice(Seq<ResolveSpec> specs, Option<String> choice,
                                     Option<String> database, Option<String> tableName, String ctx,
                                     CallSite cs, long t1, long t2, Option<String> catalogId) {
-    Dataset<Row> out = resolve(df, list(specs));
+    java.util.function.Function<String, DataType> catalog = name -> {
+      if (!database.isDefined() || !tableName.isDefined()) {
+        throw new IllegalArgumentException("cdclab: resolveChoice match_catalog needs "
+            + "database and table_name");
+      }
+      CatalogTable t = CatalogTable.resolve(database.get(), tableName.get(),
+          catalogId.isDefined() ? catalogId.get() : null, "resolveChoice match_catalog on");
+      for (StructField f : DataSource.schema(t.columns()).fields()) {
+        if (f.name().equalsIgnoreCase(name)) return f.dataType();
+      }
+      return null;
+    };
+    Dataset<Row> out = resolve(df, list(specs), catalog);
     if (choice.isDefined()) {
       String action = choice.get();
-      if (action.startsWith("cast:") || action.startsWith("project:")) {
-        String type = action.substring(action.indexOf(':') + 1);
-        for (String name : out.columns()) {
-          out = out.withColumn(name, out.col("`" + name.replace("`", "``") + "`")
-              .cast(FieldPath.type(type)));
-        }
-      } else if (!List.of("make_cols", "make_struct", "match_catalog").contains(action)) {
+      if (!action.startsWith("cast:") && !action.startsWith("project:")
+          && !List.of("make_cols", "make_struct", "match_catalog").contains(action)) {
         throw Unsupported.of("resolveChoice choice " + action);
       }
+      // AWS: choice is "a single resolution for all ChoiceTypes"; other fields stay
+      out = ChoiceTypes.resolveAll(out, action, catalog);
     }
     return with(out);
   }
 
-  private static Dataset<Row> resolve(Dataset<Row> in, List<ResolveSpec> specs) {
+  private static Dataset<Row> resolve(Dataset<Row> in, List<ResolveSpec> specs,
+                                      java.util.function.Function<String, DataType> catalog) {
     Dataset<Row> out = in;
     for (ResolveSpec s : specs) {
       List<String> seg = FieldPath.split(s.path);
       String action = s.action;
-      if (action.startsWith("cast:") || action.startsWith("project:")) {
+      StructField choice = seg.size() == 1 ? field(out.schema(), seg.get(0)) : null;
+      if (choice != null && ChoiceTypes.isChoice(choice)) {
+        List<Column> cols = new ArrayList<>();
+        List<Column> tail = new ArrayList<>();
+        for (StructField f : out.schema().fields()) {
+          if (f == choice) {
+            ChoiceTypes.resolveInto(f, action, catalog, cols, tail);
+          } else {
+            cols.add(out.col("`" + f.name().replace("`", "``") + "`"));
+          }
+        }
+        cols.addAll(tail);
+        out = out.select(cols.toArray(new Column[0]));
+      } else if (action.startsWith("cast:") || action.startsWith("project:")) {
         if (seg.size() != 1) throw Unsupported.of("resolveChoice on a nested path (" + s.path + ")");
         String type = action.substring(action.indexOf(':') + 1);
         if (has(out.schema(), seg.get(0))) {
@@ -245,6 +284,11 @@ public class DynamicFrame {
       }
     }
     return out;
+  }
+
+  private static StructField field(StructType schema, String name) {
+    for (StructField f : schema.fields()) if (f.name().equalsIgnoreCase(name)) return f;
+    return null;
   }
 
   public DynamicFrame union(DynamicFrame other, String ctx, CallSite cs, long t1, long t2) {
@@ -278,15 +322,18 @@ public class DynamicFrame {
 
   // --- Python record functions: map, filter, mapPartitions (org.cdclab.glue.PythonRecords) --
   public JavaRDD<byte[]> javaToPython() {
-    return PythonRecords.toPython(df);
+    return PythonRecords.toPython(df, sparse);
   }
 
   public static DynamicFrame fromPythonRDD(DynamicFrame source, JavaRDD<byte[]> pickled,
                                            GlueContext glue, String ctx, String name, CallSite cs,
                                            long stageThreshold, long totalThreshold) {
     PythonRecords.Result r = PythonRecords.fromPython(glue.sparkSession(), source.df.schema(),
-        pickled, stageThreshold);
-    return new DynamicFrame(r.rows(), source.glue, r.errors(), source.errorCount + r.errorCount());
+        pickled, stageThreshold, source.sparse);
+    DynamicFrame out = new DynamicFrame(r.rows(), source.glue, r.errors(),
+        source.errorCount + r.errorCount());
+    out.sparse = source.sparse; // a key the function left out is absent, not null
+    return out;
   }
 
   // --- not implemented locally: a named error ---------------------------------------------

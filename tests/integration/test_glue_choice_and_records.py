@@ -1,0 +1,271 @@
+"""Choice types and DynamicRecords (docs/glue-fidelity.md, "Choice types and
+DynamicRecords"): scripts in the style of AWS's resolve_choice sample run as jobs through
+the local Glue API, their catalog table in the same API; each output is checked against
+the result computed here in plain Python from the same input, without Glue."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import boto3
+import pytest
+
+from glue_local.server import running_server
+from tests.integration.test_glue_corpus import create, run
+from tests.integration.test_glue_partitioned_catalog import sdk_driver  # noqa: F401
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+HEADER = ["drg definition", "provider id", "provider name", "provider city",
+          "provider zip code", "total discharges", "average covered charges"]
+ROWS = [["039 - EXTRACRANIAL PROCEDURES", "10001", "SOUTHEAST ALABAMA", "DOTHAN", "36301",
+         "91", "$32963.07"],
+        ["039 - EXTRACRANIAL PROCEDURES", "10005", "MARSHALL MEDICAL", "BOAZ", "35957",
+         "14", "$15131.85"],
+        ["057 - DEGENERATIVE NERVOUS", "10011", "ST VINCENTS", "BIRMINGHAM", "35235", "33",
+         "$37560.37"],
+        # the sample's erroneous records: strings in `provider id`
+        ["948 - SIGNS & SYMPTOMS", "ABCDEF", "UNKNOWN PROVIDER", "NOWHERE", "11111", "45",
+         "$1.00"],
+        ["948 - SIGNS & SYMPTOMS", "x10001", "OTHER PROVIDER", "NOWHERE", "22222", "12",
+         "$2.00"]]
+TYPES = {"provider id": "bigint", "provider zip code": "bigint", "total discharges": "bigint"}
+LAZY = {"SerializationLibrary": "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe",
+        "Parameters": {"field.delim": ","}}
+
+
+@pytest.fixture()
+def glue(sdk_driver, tmp_path):  # noqa: F811
+    """The local Glue API; its job runs and the driver read its Data Catalog."""
+    from tests.resources.spark import glue_session
+
+    system = sdk_driver.sparkContext._jvm.java.lang.System
+    with running_server(tmp_path / "state", env={}, quiet=True,
+                        session_factory=glue_session) as server:
+        system.setProperty("cdclab.glue.endpoint", server.endpoint)
+        try:
+            yield boto3.client("glue", endpoint_url=server.endpoint, region_name="us-east-1",
+                               aws_access_key_id="x", aws_secret_access_key="y")
+        finally:
+            system.clearProperty("cdclab.glue.endpoint")
+
+
+def typed(value: str, hive: str):
+    """Glue's CSV reader: a value the column's type parses is of that type, else a string."""
+    if hive == "bigint":
+        try:
+            return int(value), "long"
+        except ValueError:
+            return value, "string"
+    return value, "string"
+
+
+def lines(folder: Path) -> list[dict]:
+    out = []
+    for p in sorted(folder.iterdir()):
+        if p.name.startswith(("_", ".")):
+            continue
+        out += [json.loads(line) for line in p.read_text().splitlines() if line]
+    return out
+
+
+def no_nulls(record: dict) -> dict:
+    """JSON sinks leave out null fields (Spark's writer locally)."""
+    return {k: (no_nulls(v) if isinstance(v, dict) else v) for k, v in record.items()
+            if v is not None}
+
+
+def key(r: dict) -> str:
+    return r["provider name"]
+
+
+def test_resolve_choice_sample_reads_a_choice_and_resolves_it_four_ways(glue, tmp_path):
+    src, out = tmp_path / "medicare", tmp_path / "out"
+    src.mkdir()
+    with (src / "Medicare_Hospital_Provider.csv").open("w", newline="") as f:
+        csv.writer(f).writerows([HEADER, *ROWS])
+    glue.create_database(DatabaseInput={"Name": "payments"})
+    glue.create_table(DatabaseName="payments", TableInput={
+        "Name": "medicare", "Parameters": {"classification": "csv",
+                                           "skip.header.line.count": "1"},
+        "StorageDescriptor": {
+            "Location": f"file://{src}", "SerdeInfo": LAZY,
+            "Columns": [{"Name": c, "Type": TYPES.get(c, "string")} for c in HEADER]}})
+    create(glue, "choices", "resolve_choice_medicare.py", target=f"file://{out}")
+    got = run(glue, "choices")
+    log = Path(got["LogGroupName"], f"{got['Id']}.log").read_text()
+
+    # AWS's printSchema of the sample: the choice, then each resolution
+    assert "|-- provider id: choice\n|    |-- long\n|    |-- string\n" in log
+    assert "|-- provider id: long\n" in log
+    assert "|-- provider id_long: long\n" in log
+    assert log.count("|-- provider id_string: string\n") == 1
+    assert "|-- provider id: struct\n|    |-- long: long\n|    |-- string: string\n" in log
+
+    records = []
+    for row in ROWS:
+        rec = {c: typed(v, TYPES.get(c, "string")) for c, v in zip(HEADER, row, strict=True)}
+        records.append(rec)
+
+    def plain(rec: dict, choice) -> dict:
+        out = {}
+        for c in HEADER:
+            value, kind = rec[c]
+            if c == "provider id":
+                out.update(choice(value, kind))
+            else:
+                out[c] = value
+        return out
+
+    def as_long(v, k):
+        return {"provider id": v if k == "long" else None}
+
+    want = {
+        "medicare_json_cast": [plain(r, as_long) for r in records],
+        "medicare_json_project": [plain(r, as_long) for r in records],
+        "medicare_json_match_catalog": [plain(r, as_long) for r in records],
+        "medicare_json_make_cols": [plain(r, lambda v, k: {f"provider id_{k}": v})
+                                    for r in records],
+        "medicare_json_make_struct": [plain(r, lambda v, k: {"provider id": {k: v}})
+                                      for r in records],
+        "medicare_json_sql": [plain(r, lambda v, k: {"provider id": {k: v}})
+                              for r in records if r["total discharges"][0] > 30],
+    }
+    for folder, rows in want.items():
+        assert sorted(lines(out / folder), key=key) == sorted(map(no_nulls, rows), key=key), \
+            folder
+    # make_cols: the first type's column in the field's place, the others at the end
+    first = lines(out / "medicare_json_make_cols")[0]
+    assert list(first)[:2] == ["drg definition", "provider id_long"]
+
+
+def test_choice_fields_in_python_records_and_writes(glue, sdk_driver, tmp_path):  # noqa: F811
+    """Map/Filter see each record's own value of a choice; a write of an unresolved choice
+    fails by name (on Glue a choice must be resolved before it is written)."""
+    from awsglue.context import GlueContext
+
+    src = tmp_path / "t"
+    src.mkdir()
+    (src / "a.csv").write_text("id,n\n1,5\n2,five\n3,\n")
+    glue.create_database(DatabaseInput={"Name": "db"})
+    glue.create_table(DatabaseName="db", TableInput={
+        "Name": "t", "Parameters": {"classification": "csv", "skip.header.line.count": "1"},
+        "StorageDescriptor": {"Location": f"file://{src}", "SerdeInfo": LAZY,
+                              "Columns": [{"Name": "id", "Type": "int"},
+                                          {"Name": "n", "Type": "int"}]}})
+    ctx = GlueContext(sdk_driver.sparkContext)
+    frame = ctx.create_dynamic_frame.from_catalog(database="db", table_name="t")
+    n = next(f for f in frame.schema().fields if f.name == "n").dataType
+    assert type(n).__name__ == "ChoiceType" and sorted(n.choices) == ["int", "string"]
+    seen = frame.map(lambda r: {**r, "kind": type(r["n"]).__name__}).toDF().collect()
+    assert sorted((r.id, r.kind) for r in seen) == [(1, "int"), (2, "str"), (3, "NoneType")]
+    ints = frame.filter(lambda r: isinstance(r["n"], int)).resolveChoice(
+        specs=[("n", "project:int")]).toDF().collect()
+    assert [(r.id, r.n) for r in ints] == [(1, 5)]
+    # the schema comes from the records: where only ints are left, the field is an int
+    only_ints = frame.filter(lambda r: isinstance(r["n"], int)).schema()
+    assert next(f for f in only_ints.fields if f.name == "n").dataType.typeName() == "int"
+    with pytest.raises(Exception, match="cdclab: writing the unresolved choice fields"):
+        ctx.write_dynamic_frame.from_options(frame, "s3", {"path": f"file://{tmp_path}/o"},
+                                             format="json")
+    by_choice = frame.resolveChoice(choice="make_cols").toDF()
+    assert by_choice.columns == ["id", "n_int", "n_string"]
+
+
+REVIEWS = [{"id": i, "rating": i % 6, "country": ["US", "DE", "US"][i % 3]} for i in range(40)]
+for i in range(0, 40, 4):
+    del REVIEWS[i]["rating"]  # records without the key (AWS: the predicate's KeyError)
+for i in range(1, 40, 10):
+    del REVIEWS[i]["country"]
+REVIEWS[5]["rating"] = None  # an explicit null: None >= 4 is a TypeError on Glue too
+
+
+def aws_filter(records: list[dict], predicate) -> list[dict]:
+    """awsglue/dynamicframe.py's filter: KeyError, ValueError and TypeError make the
+    predicate False; the record is dropped."""
+    kept = []
+    for r in records:
+        try:
+            if predicate(r):
+                kept.append(r)
+        except (KeyError, ValueError, TypeError):
+            pass
+    return kept
+
+
+def test_glue_studio_filter_drops_records_without_the_key(glue, tmp_path):
+    src, out = tmp_path / "reviews", tmp_path / "out"
+    src.mkdir()
+    (src / "part.json").write_text("\n".join(json.dumps(r) for r in REVIEWS) + "\n")
+    create(glue, "studio-filter", "glue_studio_json_filter.py", source=f"file://{src}",
+           target=f"file://{out}")
+    run(glue, "studio-filter")
+    def predicate(row):
+        return row["rating"] >= 4 and row["country"] != "DE"
+
+    want = aws_filter(REVIEWS, predicate)
+    every_key = [{"id": None, "rating": None, "country": None, **r} for r in REVIEWS]
+    assert 0 < len(want) < len(aws_filter(every_key, predicate))  # what locally was kept
+    assert sorted(lines(out), key=lambda r: r["id"]) == sorted(map(no_nulls, want),
+                                                               key=lambda r: r["id"])
+
+
+def test_json_records_carry_only_their_keys(glue, sdk_driver, tmp_path):  # noqa: F811
+    """Map sees only the keys a JSON record has; an exception other than KeyError,
+    ValueError, TypeError in a Filter predicate makes an error record (AWS's Python)."""
+    from awsglue.context import GlueContext
+    from awsglue.transforms import Filter, Map
+
+    src = tmp_path / "r"
+    src.mkdir()
+    (src / "part.json").write_text("\n".join(json.dumps(r) for r in REVIEWS) + "\n")
+    ctx = GlueContext(sdk_driver.sparkContext)
+    frame = ctx.create_dynamic_frame.from_options("s3", {"paths": [f"file://{src}"]},
+                                                  format="json")
+    keys = Map.apply(frame=frame, f=lambda r: {"id": r["id"], "keys": ",".join(sorted(r))})
+    assert {r.id: r["keys"] for r in keys.toDF().collect()} == {
+        r["id"]: ",".join(sorted(k for k, v in r.items() if v is not None)) for r in REVIEWS}
+    odd = Filter.apply(frame=frame, f=lambda r: 1 / (r["id"] % 7) > 0)
+    assert odd.count() == len([r for r in REVIEWS if r["id"] % 7])
+    assert odd.errorsCount() == len([r for r in REVIEWS if r["id"] % 7 == 0])
+    # a DataFrame's rows have every column: fromDF records carry their nulls (as on Glue,
+    # whose DropNullFields example adds a null column through fromDF)
+    from awsglue.dynamicframe import DynamicFrame
+
+    df_frame = DynamicFrame.fromDF(frame.toDF(), ctx, "df")
+    assert Filter.apply(frame=df_frame, f=lambda r: "rating" in r).count() == len(REVIEWS)
+
+
+def test_json_fields_of_mixed_types_are_choices(glue, sdk_driver, tmp_path):  # noqa: F811
+    """A JSON field holding numbers and strings is choice(long, string), as Glue's reader
+    makes it; the other fields keep their one type."""
+    from awsglue.context import GlueContext
+
+    src = tmp_path / "j"
+    src.mkdir()
+    records = [{"id": 1, "pid": 10001, "name": "a"}, {"id": 2, "pid": "ABC", "name": "b"},
+               {"id": 3, "name": "c"}, {"id": 4, "pid": 2.5, "name": "d"}]
+    (src / "p.json").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    ctx = GlueContext(sdk_driver.sparkContext)
+    frame = ctx.create_dynamic_frame.from_options("s3", {"paths": [f"file://{src}"]},
+                                                  format="json")
+    pid = next(f for f in frame.schema().fields if f.name == "pid").dataType
+    assert type(pid).__name__ == "ChoiceType"
+    assert list(pid.choices) == ["long", "double", "string"]
+    cols = frame.resolveChoice(specs=[("pid", "make_cols")]).toDF()
+    assert cols.columns == ["id", "name", "pid_long", "pid_double", "pid_string"]
+
+    def kind(v):
+        return {int: "long", float: "double", str: "string"}.get(type(v))
+
+    assert sorted(tuple(r) for r in cols.collect()) == sorted(
+        (r["id"], r["name"], *(r.get("pid") if kind(r.get("pid")) == k else None
+                               for k in ("long", "double", "string")))
+        for r in records)
+    cast = frame.resolveChoice(specs=[("pid", "cast:string")]).toDF()
+    assert sorted(r.pid or "" for r in cast.collect()) == ["", "10001", "2.5", "ABC"]
+    seen = frame.map(lambda r: {"id": r["id"], "t": type(r.get("pid")).__name__}).toDF()
+    assert {r.id: r.t for r in seen.collect()} == {1: "int", 2: "str", 3: "NoneType",
+                                                   4: "float"}
