@@ -143,6 +143,9 @@ def test_what_glue_studio_writes_parses() -> None:
      "supported locally (at line 1, column 11)"),
     ('Rules = [\n  IsComplete "a",\n  ReferentialIntegrity "a" "b.c" = 1.0 ]',
      "cdclab: DQDL rule ReferentialIntegrity is not supported locally (at line 3, column 3)"),
+    ('Rules = [ CustomSql "select id from primary where id > 1" ]', "cdclab: DQDL rule "
+     "CustomSql without a condition (row-level SQL) is not supported locally (at line 1, "
+     "column 11)"),
 ])
 def test_other_rule_types_fail_by_name(text, message) -> None:
     with pytest.raises(UnsupportedLocally) as err:

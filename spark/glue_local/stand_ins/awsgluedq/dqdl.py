@@ -231,6 +231,11 @@ class Parser:
         if len(params) != n_params:
             raise self.fail(f"{n_params} quoted parameter(s) for {tok.text}, got {len(params)}")
         condition = None
+        if tok.text == "CustomSql" and not (self.at("ident", "not", "between", "in")
+                                           or self.at("op", *NUMERIC_OPS)):
+            raise UnsupportedLocally("cdclab: DQDL rule CustomSql without a condition "
+                                     "(row-level SQL) is not supported locally (at "
+                                     f"{where_at(self.text, tok.pos)})")
         if wants_condition:
             condition = self.condition(numeric=tok.text != "ColumnValues")
         where = threshold = None
