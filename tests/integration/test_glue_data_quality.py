@@ -6,10 +6,12 @@ values worked out here in plain Python from the same input, without Glue."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 
+from glue_local import jobs_api
 from tests.integration.test_glue_corpus import create, glue, orders_csv, run  # noqa: F401
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -39,8 +41,7 @@ def expected() -> tuple[list[dict], list[dict]]:
         ('ColumnValues "country" in ["DE", "FR"]', "Failed", NOT_MET.format(in_set),
          {"Column.country.ColumnValues.Compliance": in_set}),
         ('ColumnLength "customer" <= 10', "Failed", NOT_MET.format(float(max(lengths))),
-         {"Column.customer.MinimumLength": float(min(lengths)),
-          "Column.customer.MaximumLength": float(max(lengths))}),
+         {"Column.customer.MaximumLength": float(max(lengths))}),
         ("ColumnValues \"amount\" < 100 where \"country = 'FR'\"", "Passed", None,
          {"Column.amount.Maximum": 25.5}),
         ('Mean "amount" < 100', "Passed", None, {"Column.amount.Mean": mean}),
@@ -91,3 +92,32 @@ def test_glue_studio_data_quality_job_gives_glues_outcomes(glue, tmp_path, spark
     rows = sorted((r.asDict() for r in frame.collect()),
                   key=lambda r: (r["order_id"], r["customer"]))
     assert rows == sorted(want_rows, key=lambda r: (r["order_id"], r["customer"]))
+
+
+def test_apply_and_studios_fail_on_failed_rules(glue, tmp_path):  # noqa: F811
+    """tests/corpus/glue_dq_apply_and_fail.py: apply's outcomes; the run fails on
+    Studio's assert, as a failed rule fails it in Glue."""
+    src = tmp_path / "orders"
+    orders_csv(src / "orders.csv", ORDERS)
+    create(glue, "dq-fail", "glue_dq_apply_and_fail.py", source=f"file://{src}")
+    run_id = glue.start_job_run(JobName="dq-fail")["JobRunId"]
+    deadline = time.monotonic() + 180
+    while (got := glue.get_job_run(JobName="dq-fail", RunId=run_id)["JobRun"])[
+            "JobRunState"] not in jobs_api.FINAL_STATES:
+        assert time.monotonic() < deadline, "dq-fail did not finish"
+        time.sleep(0.2)
+    log = Path(got["LogGroupName"], f"{run_id}.log").read_text()
+    assert got["JobRunState"] == "FAILED", log
+    assert "The job failed due to failing DQ rules for node: AmazonS3_node1" in \
+        got["ErrorMessage"]
+    assert ("SCHEMA struct<Rule:string,Outcome:string,FailureReason:string,"
+            "EvaluatedMetrics:map<string,double>>") in log
+    outcomes = [json.loads(line.split("OUTCOME ", 1)[1]) for line in log.splitlines()
+                if line.startswith("OUTCOME ")]
+    assert outcomes == [  # the CSV has four columns, all strings, order_id complete
+        {"Rule": 'ColumnExists "order_id"', "Outcome": "Passed", "FailureReason": None,
+         "EvaluatedMetrics": {}},
+        {"Rule": 'IsComplete "order_id"', "Outcome": "Passed", "FailureReason": None,
+         "EvaluatedMetrics": {"Column.order_id.Completeness": 1.0}},
+        {"Rule": "ColumnCount = 3", "Outcome": "Failed", "FailureReason": NOT_MET.format(
+            "4.0"), "EvaluatedMetrics": {"Dataset.*.ColumnCount": 4.0}}]

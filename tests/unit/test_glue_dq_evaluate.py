@@ -63,9 +63,13 @@ def where_country_de(clause: str) -> list[bool]:
      {"Column.amount.StandardDeviation": statistics.pstdev([5.0, 25.5, 99.0])}, None),
     ('Mean "name" > 1', "Failed", {}, "cdclab: column name holds str values, not numbers"),
     ('Mean "nope" > 1', "Failed", {}, "Input data does not include column nope!"),
-    ('ColumnLength "name" <= 3', "Failed", {"Column.name.MinimumLength": 3.0,
-                                            "Column.name.MaximumLength": 5.0},
+    ('ColumnLength "name" <= 3', "Failed", {"Column.name.MaximumLength": 5.0},
      "Value: 5.0 does not meet the constraint requirement!"),
+    ('ColumnLength "name" between 2 and 5', "Failed", {"Column.name.MinimumLength": 3.0,
+                                                      "Column.name.MaximumLength": 5.0},
+     "Value: 5.0 does not meet the constraint requirement!"),  # 5 is not below 5
+    ('ColumnLength "country" in [0, 2]', "Passed", {"Column.country.LengthCompliance": 1.0},
+     None),
     ('ColumnValues "amount" > 1', "Failed", {"Column.amount.Minimum": 5.0},
      "Value: NULL does not meet the constraint requirement!"),  # the null row fails
     ('ColumnValues "amount" <= 50', "Failed", {"Column.amount.Maximum": 99.0},
@@ -113,6 +117,21 @@ def test_row_level_results_list_each_rule_per_row() -> None:
         ([unique], [complete, values], [count], "Failed"),
         ([complete, unique], [values], [count], "Failed"),  # a null amount fails < 50
     ]
+
+
+def test_null_rows_in_row_level_results() -> None:
+    rows = [{"id": None, "name": None, "amount": 1, "country": "DE"},
+            {"id": None, "name": "Al", "amount": 2, "country": "DE"},
+            {"id": 7, "name": "Bea", "amount": 3, "country": "DE"}]
+    unique, length, both = evaluate(parse(
+        'Rules = [ IsUnique "id", ColumnLength "name" > 2, '
+        '(ColumnLength "name" > 2) or (IsUnique "id") ]'), COLUMNS, rows)
+    # two nulls count as one repeated value; only 7 occurs once among non-null values
+    assert unique.rows == [False, False, True] and unique.metrics == {"Column.id.Uniqueness": 1.0}
+    assert length.rows == [None, False, True]  # a null has no length: skipped on that row
+    assert both.rows == [None, False, True]  # SQL's null or false
+    got = row_results([unique, length], 3)
+    assert (got[0].passed, got[0].failed, got[0].skipped) == ([], [unique.rule], [length.rule])
 
 
 def test_a_where_clause_filters_the_metric() -> None:

@@ -8,7 +8,8 @@ com.amazon.deequ.dqdl): `between` excludes both ends; metrics ignore nulls, exce
 Completeness (non-null rows / rows) and ColumnValues, whose comparisons fail a null row
 unless the condition names NULL; rules without row-level results (RowCount, ColumnCount,
 ColumnExists, Mean, Sum, StandardDeviation, DistinctValuesCount, CustomSql) are listed in
-DataQualityRulesSkip on every row; a row a `where` clause leaves out passes that rule.
+DataQualityRulesSkip on every row, a rule whose test of a row is null (ColumnLength of a
+null) on that row; a row a `where` clause leaves out passes that rule.
 SQL (`where`, CustomSql) is the caller's: `where(clause)` gives one bool per row,
 `sql(statement)` the statement's single number.
 """
@@ -33,7 +34,8 @@ class Outcome:
     outcome: str
     failure_reason: str | None
     metrics: dict[str, float] = field(default_factory=dict)
-    rows: list[bool] | None = None  # per row: passed; None: no row-level result
+    # per row: passed, failed, or None (skipped on that row); None: no row-level results
+    rows: list[bool | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -151,8 +153,8 @@ class Evaluator:
         reasons = [p.failure_reason for p in parts if p.failure_reason]
         rows = None
         if all(p.rows is not None for p in parts):
-            combine = all if node.op == "and" else any
-            rows = [combine(bits) for bits in zip(*(p.rows for p in parts), strict=True)]
+            rows = [sql_logic(node.op, bits) for bits in zip(*(p.rows for p in parts),
+                                                             strict=True)]
         return Outcome(render(node), PASSED if passed else FAILED,
                        None if passed else " ".join(reasons) or None, metrics, rows)
 
@@ -194,10 +196,13 @@ class Evaluator:
                                 Condition("=", (Value("number", "1.0"),)), rows)
 
     def uniqueness(self, column: str, values: list, mask: list[bool]):
-        counts = Counter(hashable(v) for v in values if v is not None)
-        present = sum(counts.values())
-        value = (sum(1 for c in counts.values() if c == 1) / present) if present else None
-        rows = [not m or r.get(column) is None or counts[hashable(r.get(column))] == 1
+        """Values occurring once / non-null values; per row, its value occurs once, nulls
+        counted together (Deequ's Uniqueness: a window over the value)."""
+        counts = Counter(hashable(v) for v in values)
+        present = sum(c for v, c in counts.items() if v is not None)
+        value = (sum(1 for v, c in counts.items() if v is not None and c == 1) / present) \
+            if present else None
+        rows = [not m or counts[hashable(r.get(column))] == 1
                 for r, m in zip(self.rows, mask, strict=True)]
         return value, rows
 
@@ -268,13 +273,14 @@ class Evaluator:
         return self.metric_rule(text, "Dataset.*.CustomSQL", value, rule.condition)
 
     def row_level(self, rule: Rule, text: str, metric: str, mask: list[bool],
-                  test: Callable[[object], bool], column: str) -> tuple[list[bool], Outcome | None]:
+                  test: Callable[[object], bool | None], column: str,
+                  ) -> tuple[list[bool | None], Outcome | None]:
         """Per-row results and, with `with threshold`, the outcome on the compliance."""
         rows = [not m or test(r.get(column)) for r, m in zip(self.rows, mask, strict=True)]
         if rule.threshold is None:
             return rows, None
         n = sum(mask)
-        compliance = (sum(1 for ok, m in zip(rows, mask, strict=True) if m and ok) / n) \
+        compliance = (sum(1 for ok, m in zip(rows, mask, strict=True) if m and ok is True) / n) \
             if n else None
         return rows, self.metric_rule(text, metric, compliance, rule.threshold, rows)
 
@@ -305,23 +311,50 @@ class Evaluator:
                        {f"Column.{column}.ColumnValues.Compliance": compliance}, rows)
 
     def rule_ColumnLength(self, rule, text, column, values, mask, n):  # noqa: N802
+        """Deequ's hasMinLength/hasMaxLength (nulls ignored: a null row is skipped) for
+        comparisons; `in` is a compliance where a null has length 0."""
         cond = rule.condition
 
-        def test(x: object) -> bool:  # a null has no length to test; Deequ ignores it
-            return x is None or holds(cond, float(len(str(x))))
+        def test(x: object) -> bool | None:
+            if cond.op == "in":
+                return holds(cond, 0.0 if x is None else float(len(str(x))))
+            return None if x is None else holds(cond, float(len(str(x))))
 
         rows, outcome = self.row_level(rule, text, f"Column.{column}.LengthCompliance",
                                        mask, test, column)
         if outcome:
             return outcome
+        if cond.op == "in":
+            passing = [test(v) for v in values]
+            compliance = sum(passing) / len(passing) if passing else 1.0
+            ok = all(passing)
+            return Outcome(text, PASSED if ok else FAILED, None if ok else not_met(compliance),
+                           {f"Column.{column}.LengthCompliance": compliance}, rows)
         lengths = [float(len(str(v))) for v in values if v is not None]
-        metrics = {f"Column.{column}.MinimumLength": min(lengths),
-                   f"Column.{column}.MaximumLength": max(lengths)} if lengths else {}
-        bad = [x for x in lengths if not holds(cond, x)]
-        if not bad:
+        if not lengths:
+            return Outcome(text, FAILED, f"cdclab: column {column} has no non-null values "
+                           "to measure", {}, rows)
+        low, high = min(lengths), max(lengths)
+        checks = {">": [("Minimum", low)], ">=": [("Minimum", low)],
+                  "<": [("Maximum", high)], "<=": [("Maximum", high)]}.get(
+            cond.op, [("Minimum", low), ("Maximum", high)])
+        metrics = {f"Column.{column}.{name}Length": x for name, x in checks}
+        if cond.op == "between" and not cond.negated:  # min above the low end, max below the high
+            lo, hi = (float(v.text) for v in cond.values)
+            failing = [x for name, x in checks if not (x > lo if name == "Minimum" else x < hi)]
+        else:
+            failing = [x for _, x in checks if not holds(cond, x)]
+        if not failing:
             return Outcome(text, PASSED, None, metrics, rows)
-        return Outcome(text, FAILED, not_met(bad[0] if cond.op == "in" else (
-            min(lengths) if min(lengths) in bad else max(lengths))), metrics, rows)
+        return Outcome(text, FAILED, not_met(failing[0]), metrics, rows)
+
+
+def sql_logic(op: str, bits: Sequence[bool | None]) -> bool | None:
+    """SQL's three-valued and/or, as Spark combines a composite's row-level columns."""
+    decisive = op == "or"
+    if decisive in bits:
+        return decisive
+    return None if None in bits else not decisive
 
 
 def hashable(v: object) -> object:
@@ -342,14 +375,12 @@ def evaluate(ruleset: Ruleset, columns: Sequence[str], rows: Sequence[dict],
 
 def row_results(outcomes: Sequence[Outcome], n_rows: int) -> list[RowResult]:
     """process_rows' per-row lists: a rule without row-level results is skipped on every
-    row (Deequ's RowLevelResultHelper)."""
+    row, one whose test of the row is null on that row (Deequ's RowLevelResultHelper)."""
     out = []
     for i in range(n_rows):
         passed, failed, skipped = [], [], []
         for o in outcomes:
-            if o.rows is None:
-                skipped.append(o.rule)
-            else:
-                (passed if o.rows[i] else failed).append(o.rule)
+            bit = None if o.rows is None else o.rows[i]
+            (skipped if bit is None else passed if bit else failed).append(o.rule)
         out.append(RowResult(passed, failed, skipped))
     return out
