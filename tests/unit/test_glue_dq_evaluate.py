@@ -43,7 +43,7 @@ def where_country_de(clause: str) -> list[bool]:
     ("RowCount > 1 where \"country = 'DE'\"", "Passed", {"Dataset.*.RowCount": 2.0}, None),
     ("ColumnCount = 4", "Passed", {"Dataset.*.ColumnCount": 4.0}, None),
     ('ColumnExists "name"', "Passed", {}, None),
-    ('ColumnExists "nope"', "Failed", {}, "Input data does not include column nope!"),
+    ('ColumnExists "nope"', "Failed", {}, "Value: 0.0 does not meet the constraint requirement!"),
     ('IsComplete "id"', "Passed", {"Column.id.Completeness": 1.0}, None),
     ('IsComplete "name"', "Failed", {"Column.name.Completeness": 0.75},
      "Value: 0.75 does not meet the constraint requirement!"),
@@ -73,7 +73,8 @@ def where_country_de(clause: str) -> list[bool]:
     ('ColumnValues "amount" > 1', "Failed", {"Column.amount.Minimum": 5.0},
      "Value: NULL does not meet the constraint requirement!"),  # the null row fails
     ('ColumnValues "amount" <= 50', "Failed", {"Column.amount.Maximum": 99.0},
-     "Value: 99.0 does not meet the constraint requirement!"),
+     "Value: 99.0 does not meet the constraint requirement!\n"
+     "Value: NULL does not meet the constraint requirement!"),
     ('ColumnValues "country" in ["DE", "FR", EMPTY]', "Passed",
      {"Column.country.ColumnValues.Compliance": 1.0}, None),
     ('ColumnValues "country" = "DE"', "Failed", {"Column.country.ColumnValues.Compliance": 0.5},
@@ -81,7 +82,7 @@ def where_country_de(clause: str) -> list[bool]:
     ('ColumnValues "country" in ["DE", "FR"] with threshold >= 0.75', "Passed",
      {"Column.country.ColumnValues.Compliance": 0.75}, None),
     ('ColumnValues "name" matches "[A-Z][a-z]+"', "Failed",
-     {"Column.name.ColumnValues.Compliance": 0.75},
+     {"Column.name.PatternMatch": 0.75},
      "Value: 0.75 does not meet the constraint requirement!"),
     ('ColumnValues "amount" != 7', "Passed", {"Column.amount.ColumnValues.Compliance": 1.0},
      None),
@@ -90,8 +91,16 @@ def where_country_de(clause: str) -> list[bool]:
     ('(IsComplete "id") and (IsComplete "name")', "Failed",
      {"Column.id.Completeness": 1.0, "Column.name.Completeness": 0.75},
      "Value: 0.75 does not meet the constraint requirement!"),
-    ('(IsComplete "name") or (RowCount = 4)', "Passed",
-     {"Column.name.Completeness": 0.75, "Dataset.*.RowCount": 4.0}, None),
+    ('(IsComplete "name") or (RowCount = 4)', "Passed",  # the failed part's reason stays
+     {"Column.name.Completeness": 0.75, "Dataset.*.RowCount": 4.0},
+     "Value: 0.75 does not meet the constraint requirement!"),
+    ('(IsComplete "name") and (RowCount = 3)', "Failed",
+     {"Column.name.Completeness": 0.75, "Dataset.*.RowCount": 4.0},
+     "Value: 0.75 does not meet the constraint requirement!\n"
+     "Value: 4.0 does not meet the constraint requirement!"),
+    ('ColumnValues "amount" >= 6', "Failed", {"Column.amount.Minimum": 5.0},
+     "Value: 5.0 does not meet the constraint requirement!\n"
+     "Value: NULL does not meet the constraint requirement!"),
 ])
 def test_rule_outcomes(rule, outcome, metrics, reason) -> None:
     got = one(rule, where=where_country_de, sql=lambda s: 4.0)

@@ -155,8 +155,9 @@ class Evaluator:
         if all(p.rows is not None for p in parts):
             rows = [sql_logic(node.op, bits) for bits in zip(*(p.rows for p in parts),
                                                              strict=True)]
-        return Outcome(render(node), PASSED if passed else FAILED,
-                       None if passed else " ".join(reasons) or None, metrics, rows)
+        # Deequ's RuleOutcomeTranslator keeps every part's reason, even when the whole passes
+        return Outcome(render(node), PASSED if passed else FAILED, "\n".join(reasons) or None,
+                       metrics, rows)
 
     def metric_rule(self, text: str, name: str, value: float | None, cond: Condition,
                     rows: list[bool] | None = None) -> Outcome:
@@ -176,9 +177,9 @@ class Evaluator:
                                 rule.condition)
 
     def rule_ColumnExists(self, rule, text, column, values, mask, n):  # noqa: N802
-        if column in self.columns:
+        if column in self.columns:  # Deequ's ColumnExists: 1.0 or 0.0, asserted to be 1.0
             return Outcome(text, PASSED, None)
-        return Outcome(text, FAILED, f"Input data does not include column {column}!")
+        return Outcome(text, FAILED, not_met(0.0))
 
     def completeness(self, column: str, values: list, mask: list[bool], n: int):
         value = (sum(v is not None for v in values) / n) if n else None
@@ -223,7 +224,7 @@ class Evaluator:
         parts = [self.metric_rule(text, f"Column.{column}.Completeness", complete, one),
                  self.metric_rule(text, f"Column.{column}.Uniqueness", unique, one)]
         failed = [p.failure_reason for p in parts if p.outcome == FAILED]
-        return Outcome(text, FAILED if failed else PASSED, " ".join(failed) or None,
+        return Outcome(text, FAILED if failed else PASSED, "\n".join(failed) or None,
                        {**parts[0].metrics, **parts[1].metrics},
                        [a and b for a, b in zip(c_rows, u_rows, strict=True)])
 
@@ -302,13 +303,16 @@ class Evaluator:
                 metrics[f"Column.{column}.Maximum"] = max(nums)
             if all(passing):
                 return Outcome(text, PASSED, None, metrics, rows)
-            failing = [m for m in metrics.values() if not holds(cond, m)]
-            reason = not_met(failing[0]) if failing else not_met(None)
-            return Outcome(text, FAILED, reason, metrics, rows)
+            # one message per failed Deequ constraint (hasMin/hasMax, then isComplete)
+            reasons = [not_met(m) for m in metrics.values() if not holds(cond, m)]
+            if any(v is None for v in values):
+                reasons.append(not_met(None))
+            return Outcome(text, FAILED, "\n".join(reasons), metrics, rows)
         compliance = (sum(passing) / len(passing)) if passing else 1.0
         ok = all(passing)
+        name = "PatternMatch" if cond.op == "matches" else "ColumnValues.Compliance"
         return Outcome(text, PASSED if ok else FAILED, None if ok else not_met(compliance),
-                       {f"Column.{column}.ColumnValues.Compliance": compliance}, rows)
+                       {f"Column.{column}.{name}": compliance}, rows)
 
     def rule_ColumnLength(self, rule, text, column, values, mask, n):  # noqa: N802
         """Deequ's hasMinLength/hasMaxLength (nulls ignored: a null row is skipped) for
@@ -346,7 +350,7 @@ class Evaluator:
             failing = [x for _, x in checks if not holds(cond, x)]
         if not failing:
             return Outcome(text, PASSED, None, metrics, rows)
-        return Outcome(text, FAILED, not_met(failing[0]), metrics, rows)
+        return Outcome(text, FAILED, "\n".join(map(not_met, failing)), metrics, rows)
 
 
 def sql_logic(op: str, bits: Sequence[bool | None]) -> bool | None:
