@@ -37,7 +37,8 @@ EvaluateDataQuality_node1732000000003_ruleset = """
         ColumnLength "customer" <= 10,
         ColumnValues "amount" < 100 where "country = 'FR'",
         Mean "amount" < 100,
-        CustomSql "select count(*) from primary where amount > 100" = 1
+        CustomSql "select count(*) from primary where amount > 100" = 1,
+        RowCount > 0 where "no_such_column > 1"
     ]
 """
 

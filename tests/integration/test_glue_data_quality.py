@@ -47,11 +47,13 @@ def expected() -> tuple[list[dict], list[dict]]:
         ('Mean "amount" < 100', "Passed", None, {"Column.amount.Mean": mean}),
         ('CustomSql "select count(*) from primary where amount > 100" = 1', "Passed", None,
          {"Dataset.*.CustomSQL": 1.0}),
+        ('RowCount > 0 where "no_such_column > 1"', "Failed",
+         "The provided where clause is invalid", {}),
     ]
     rules = [{"Rule": r, "Outcome": o, "FailureReason": f, "EvaluatedMetrics": m}
              for r, o, f, m in outcomes]
     names = [o[0] for o in outcomes]
-    skip = [names[0], names[7], names[8]]  # no row-level results
+    skip = [names[0], names[7], names[8], names[9]]  # no row-level results
     per_row = []
     for r in rows:
         checks = {names[1]: r["order_id"] is not None, names[2]: ids.count(r["order_id"]) == 1,
@@ -73,8 +75,8 @@ def test_glue_studio_data_quality_job_gives_glues_outcomes(glue, tmp_path, spark
            target=f"file://{out}")
     got = run(glue, "dq")
     log = Path(got["LogGroupName"], f"{got['Id']}.log").read_text()
-    assert ("cdclab: data quality EvaluateDataQuality_node1732000000003: 9 rule(s), 5 passed, "
-            "4 failed; not published locally") in log
+    assert ("cdclab: data quality EvaluateDataQuality_node1732000000003: 10 rule(s), 5 passed, "
+            "5 failed; not published locally") in log
 
     want_rules, want_rows = expected()
     rules = [json.loads(line) for f in sorted((out / "rule_outcomes").iterdir())

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 sys.path.append(str(Path(__file__).resolve().parents[2] / "spark/glue_local/stand_ins"))
 
 from awsgluedq.dqdl import parse  # noqa: E402
-from awsgluedq.evaluate import evaluate, java_double, row_results  # noqa: E402
+from awsgluedq.evaluate import InvalidWhere, evaluate, java_double, row_results  # noqa: E402
 
 COLUMNS = ["id", "name", "amount", "country"]
 ROWS = [
@@ -146,6 +146,14 @@ def test_null_rows_in_row_level_results() -> None:
 def test_a_where_clause_filters_the_metric() -> None:
     got = one("IsUnique \"id\" where \"country = 'DE'\"", where=where_country_de)
     assert got.outcome == "Passed" and got.metrics == {"Column.id.Uniqueness": 1.0}
+
+
+def test_an_invalid_where_clause_fails_its_rule() -> None:
+    def refuse(clause: str) -> list[bool]:
+        raise InvalidWhere(clause)
+    got = one('RowCount > 0 where "no such column > 1"', where=refuse)
+    assert (got.outcome, got.failure_reason) == ("Failed", "The provided where clause is "
+                                                 "invalid")
 
 
 def test_custom_sql_errors_are_the_failure_reason() -> None:

@@ -67,6 +67,11 @@ def test_other_names_and_bad_calls_fail_by_name(tmp_path) -> None:
     result, _ = run_script(tmp_path, "from awsgluedq.transforms import EvaluateDataQuality\n"
                            "EvaluateDataQuality.apply(frame=None, ruleset='Rules = [ RowCount ')\n")
     assert result["error"].startswith("DQDLError: cdclab: DQDL ruleset: expected")
+    result, _ = run_script(tmp_path, "from awsgluedq.transforms import EvaluateDataQuality\n"
+                           "EvaluateDataQuality.apply(frame=None, ruleset='Rules = []', "
+                           "publishing_options={'enableCloudWatch': True})\n")
+    assert result["error"].startswith("ValueError: cdclab: EvaluateDataQuality "
+                                      "publishing_options ['enableCloudWatch'] are not Glue's")
 
 
 def test_a_scripts_own_awsgluedq_wins(tmp_path) -> None:

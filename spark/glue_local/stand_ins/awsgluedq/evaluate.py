@@ -28,6 +28,10 @@ from awsgluedq.dqdl import Composite, Condition, Node, Rule, Ruleset, Value, ren
 PASSED, FAILED = "Passed", "Failed"
 
 
+class InvalidWhere(ValueError):
+    """A where clause the SQL engine refused; the rule fails with Deequ's reason."""
+
+
 @dataclass
 class Outcome:
     rule: str
@@ -139,7 +143,10 @@ class Evaluator:
         column = node.params[0] if node.params and node.kind != "CustomSql" else None
         if column is not None and node.kind != "ColumnExists" and column not in self.columns:
             return Outcome(text, FAILED, f"Input data does not include column {column}!")
-        mask = self.mask(node)
+        try:
+            mask = self.mask(node)
+        except InvalidWhere:
+            return Outcome(text, FAILED, "The provided where clause is invalid")
         values = [r.get(column) for r, m in zip(self.rows, mask, strict=True) if m] \
             if column else []
         n_rows = sum(mask)

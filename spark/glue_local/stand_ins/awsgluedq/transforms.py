@@ -14,7 +14,7 @@ logged: nothing is sent to CloudWatch, the Glue Studio Data Quality tab or resul
 from __future__ import annotations
 
 from awsgluedq.dqdl import DQDLError, Rule, Ruleset, UnsupportedLocally, parse
-from awsgluedq.evaluate import evaluate, row_results
+from awsgluedq.evaluate import InvalidWhere, evaluate, row_results
 
 __all__ = ["EvaluateDataQuality", "UnsupportedLocally", "DQDLError"]
 
@@ -64,12 +64,21 @@ def run(frame, ruleset: str, publishing_options, additional_options):
     df = frame.toDF()
     columns = list(df.columns)
     clauses = where_clauses(parsed)
-    with_masks = df
+    with_masks, invalid = df, set()
     for i, clause in enumerate(clauses):
-        with_masks = with_masks.withColumn(HIDDEN.format(i), F.expr(clause).cast("boolean"))
+        try:  # Spark analyses the expression here; a bad one fails its rule, not the job
+            with_masks = with_masks.withColumn(HIDDEN.format(i), F.expr(clause).cast("boolean"))
+        except Exception:
+            invalid.add(clause)
     collected = with_masks.collect()
     rows = [r.asDict(recursive=False) for r in collected]
-    masks = {c: [bool(r[HIDDEN.format(i)]) for r in rows] for i, c in enumerate(clauses)}
+    masks = {c: [bool(r[HIDDEN.format(i)]) for r in rows]
+             for i, c in enumerate(clauses) if c not in invalid}
+
+    def where(clause: str) -> list[bool]:
+        if clause in invalid:
+            raise InvalidWhere(clause)
+        return masks[clause]
     plain = [{k: v for k, v in r.items() if k in columns} for r in rows]
 
     def sql(statement: str) -> float:
@@ -80,7 +89,7 @@ def run(frame, ruleset: str, publishing_options, additional_options):
                              f"{len(got)} row(s)")
         return float(got[0][0])
 
-    outcomes = evaluate(parsed, columns, plain, masks.__getitem__, sql)
+    outcomes = evaluate(parsed, columns, plain, where, sql)
     context = options.get("dataQualityEvaluationContext", "default_context")
     failed = sum(o.outcome == "Failed" for o in outcomes)
     print(f"cdclab: data quality {context}: {len(outcomes)} rule(s), "
