@@ -38,7 +38,7 @@ def expected() -> tuple[list[dict], list[dict]]:
          {"Column.order_id.Uniqueness": unique}),
         ('ColumnValues "amount" > 0', "Failed", NOT_MET.format(min(amounts)),
          {"Column.amount.Minimum": min(amounts)}),
-        ('ColumnValues "country" in ["DE", "FR"]', "Failed", NOT_MET.format(in_set),
+        ('ColumnValues "country" in ["DE","FR"]', "Failed", NOT_MET.format(in_set),
          {"Column.country.ColumnValues.Compliance": in_set}),
         ('ColumnLength "customer" <= 10', "Failed", NOT_MET.format(float(max(lengths))),
          {"Column.customer.MaximumLength": float(max(lengths))}),

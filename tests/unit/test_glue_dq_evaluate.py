@@ -110,7 +110,7 @@ def test_rule_outcomes(rule, outcome, metrics, reason) -> None:
 
 def test_the_rule_column_is_the_rule_as_dqdl() -> None:
     got = one('ColumnValues  "country"   in ["DE","FR"]   with threshold>0.5')
-    assert got.rule == 'ColumnValues "country" in ["DE", "FR"] with threshold > 0.5'
+    assert got.rule == 'ColumnValues "country" in ["DE","FR"] with threshold > 0.5'
 
 
 def test_row_level_results_list_each_rule_per_row() -> None:

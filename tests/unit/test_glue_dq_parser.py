@@ -16,13 +16,13 @@ sys.path.append(str(Path(__file__).resolve().parents[2] / "spark/glue_local/stan
 
 from awsgluedq.dqdl import (  # noqa: E402
     RULE_TYPES,
-    Composite,
     Condition,
     DQDLError,
     Rule,
     Ruleset,
     UnsupportedLocally,
     Value,
+    composite,
     parse,
     render,
 )
@@ -78,8 +78,8 @@ def rules(draw) -> Rule:
 
 
 nodes = st.recursive(rules(), lambda inner: st.builds(
-    Composite, st.sampled_from(["and", "or"]), st.lists(inner, min_size=2, max_size=3).map(
-        tuple)), max_leaves=5)
+    composite, st.sampled_from(["and", "or"]), st.lists(inner, min_size=2, max_size=3)),
+    max_leaves=5)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -136,6 +136,11 @@ def test_what_glue_studio_writes_parses() -> None:
     assert got.rules[5].where == "country = 'DE'"
     assert render(got.rules[4]) == '(IsUnique "order_id") and (ColumnLength "customer" <= 20)'
     assert parse("Rules = []").rules == ()
+    nested = parse('Rules = [ ((RowCount > 1) and (RowCount < 9)) and (IsComplete "a"), '
+                   '((RowCount > 1) or (RowCount < 9)) and (IsComplete "a") ]').rules
+    assert [render(r) for r in nested] == [  # same operator flattened, as AWS prints it
+        '(RowCount > 1) and (RowCount < 9) and (IsComplete "a")',
+        '((RowCount > 1) or (RowCount < 9)) and (IsComplete "a")']
 
 
 @pytest.mark.parametrize("text, message", [

@@ -89,15 +89,16 @@ def render_condition(c: Condition) -> str:
     neg = "not " if c.negated else ""
     if c.op == "between":
         return f"{neg}between {vals[0]} and {vals[1]}"
-    if c.op == "in":
-        return f"{neg}in [{', '.join(vals)}]"
+    if c.op == "in":  # AWS's toString joins with a bare comma
+        return f"{neg}in [{','.join(vals)}]"
     if c.op == "matches":
         return f"{neg}matches {vals[0]}"
     return f"{'!=' if c.negated else c.op} {vals[0]}"
 
 
 def render(node: Node | Ruleset) -> str:
-    """DQDL text for a rule (as Glue's Rule column shows it) or a whole ruleset."""
+    """DQDL text for a rule (as Glue's Rule column shows it: AWS's DQRule.toString) or a
+    whole ruleset."""
     if isinstance(node, Ruleset):
         return "Rules = [\n" + ",\n".join(f"    {render(r)}" for r in node.rules) + "\n]"
     if isinstance(node, Composite):
@@ -207,7 +208,7 @@ class Parser:
             if not self.at("op", "("):
                 raise self.fail(f"'(' (each part of an '{op}' is in parentheses)")
             parts.append(self.group())
-        return Composite(op, tuple(parts))  # type: ignore[arg-type]
+        return composite(op, parts)  # type: ignore[arg-type]
 
     def group(self) -> Node:
         self.take("op", "(")
@@ -299,6 +300,15 @@ class Parser:
             return Condition("=" if op == "!=" else op, (val,), op == "!=")  # type: ignore[arg-type]
         raise self.fail("a condition (=, !=, >, >=, <, <=, between, in"
                         + ("" if numeric else ", matches") + ")")
+
+
+def composite(op: Literal["and", "or"], parts: list[Node]) -> Composite:
+    """A composite with same-operator parts flattened: `((A) and (B)) and (C)` is
+    `(A) and (B) and (C)`, as AWS's DQRule.toString prints it."""
+    flat: list[Node] = []
+    for p in parts:
+        flat.extend(p.parts if isinstance(p, Composite) and p.op == op else [p])
+    return Composite(op, tuple(flat))
 
 
 def parse(text: str) -> Ruleset:
