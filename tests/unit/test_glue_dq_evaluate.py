@@ -63,6 +63,10 @@ def where_country_de(clause: str) -> list[bool]:
      {"Column.amount.StandardDeviation": statistics.pstdev([5.0, 25.5, 99.0])}, None),
     ('Mean "name" > 1', "Failed", {}, "cdclab: column name holds str values, not numbers"),
     ('Mean "nope" > 1', "Failed", {}, "Input data does not include column nope!"),
+    ('ColumnValues "name" > 1', "Failed", {}, "cdclab: column name holds str values, not "
+     "numbers"),
+    ('ColumnValues "name" in [1, 2]', "Failed", {}, "cdclab: column name holds str values, "
+     "not numbers"),
     ('ColumnLength "name" <= 3', "Failed", {"Column.name.MaximumLength": 5.0},
      "Value: 5.0 does not meet the constraint requirement!"),
     ('ColumnLength "name" between 2 and 5', "Failed", {"Column.name.MinimumLength": 3.0,

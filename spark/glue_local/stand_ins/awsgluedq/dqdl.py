@@ -279,7 +279,9 @@ class Parser:
         if self.at("ident", "between"):
             self.i += 1
             low = self.value(True)
-            self.take("ident", "and", "'and' in 'between X and Y'")
+            if not self.at("ident", "and", "AND"):
+                raise self.fail("'and' in 'between X and Y'")
+            self.i += 1
             return Condition("between", (low, self.value(True)), negated)
         if self.at("ident", "in"):
             self.i += 1

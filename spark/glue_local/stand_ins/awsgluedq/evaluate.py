@@ -298,6 +298,10 @@ class Evaluator:
                                        mask, lambda x: row_passes(cond, x), column)
         if outcome:
             return outcome
+        if cond.op != "matches" and all(v.kind == "number" for v in cond.values):
+            nums = self.numbers(column, values)
+            if isinstance(nums, str):  # Deequ's numeric checks need a numeric column
+                return Outcome(text, FAILED, nums, {}, rows)
         numeric = cond.op in (">", ">=", "<", "<=") or (
             cond.op == "=" and not cond.negated and cond.values[0].kind == "number")
         passing = [row_passes(cond, v) for v in values]
