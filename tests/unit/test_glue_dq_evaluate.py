@@ -88,6 +88,8 @@ def where_country_de(clause: str) -> list[bool]:
     ('ColumnValues "name" matches "[A-Z][a-z]+"', "Failed",
      {"Column.name.PatternMatch": 0.75},
      "Value: 0.75 does not meet the constraint requirement!"),
+    ('ColumnValues "name" matches "[A-"', "Failed", {}, "cdclab: matches pattern '[A-' is "
+     "not a regular expression: unterminated character set at position 0"),
     ('ColumnValues "amount" != 7', "Passed", {"Column.amount.ColumnValues.Compliance": 1.0},
      None),
     ("CustomSql \"select count(*) from primary\" = 4", "Passed", {"Dataset.*.CustomSQL": 4.0},

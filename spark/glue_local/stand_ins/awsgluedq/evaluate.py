@@ -294,6 +294,12 @@ class Evaluator:
 
     def rule_ColumnValues(self, rule, text, column, values, mask, n):  # noqa: N802
         cond = rule.condition
+        if cond.op == "matches":
+            try:
+                re.compile(cond.values[0].text)
+            except re.error as exc:  # Python's re, close to but not Java's regex
+                return Outcome(text, FAILED, f"cdclab: matches pattern "
+                               f"{cond.values[0].text!r} is not a regular expression: {exc}")
         rows, outcome = self.row_level(rule, text, f"Column.{column}.ColumnValues.Compliance",
                                        mask, lambda x: row_passes(cond, x), column)
         if outcome:
