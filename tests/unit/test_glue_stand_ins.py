@@ -1,6 +1,7 @@
 """Modules Glue gives scripts that AWS does not publish (spark/glue_local/stand_ins): a
-Glue Studio script with data quality on imports them and fails by name, never with
-ModuleNotFoundError; a script's own copy wins."""
+Glue Studio script with data quality on imports them, never failing with
+ModuleNotFoundError; what is not evaluated locally fails by name; a script's own copy wins.
+(Evaluation on a Spark frame: tests/integration/test_glue_data_quality.py.)"""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from awsgluedq.transforms import EvaluateDataQuality
 
 DEFAULT_DATA_QUALITY_RULESET = """
     Rules = [
-        ColumnCount > 0
+        ColumnCount > 0,
+        DataFreshness "updated_at" <= 24 hours
     ]
 """
 print("imported", EvaluateDataQuality.__module__)
@@ -45,24 +47,31 @@ def run_script(tmp_path: Path, source: str, py_paths: list[str] | None = None) -
     return json.loads((tmp_path / "result.json").read_text()), done.stdout + done.stderr
 
 
-def test_data_quality_fails_by_name_not_with_an_import_error(tmp_path) -> None:
+def test_an_unsupported_rule_type_fails_by_name_not_with_an_import_error(tmp_path) -> None:
     result, output = run_script(tmp_path, STUDIO_DQ)
     assert "imported awsgluedq.transforms" in output
     assert result["state"] == "FAILED"
-    assert result["error"].startswith("UnsupportedLocally: cdclab: awsgluedq.transforms."
-                                      "EvaluateDataQuality (AWS Glue Data Quality) "
-                                      "process_rows is not supported locally")
+    assert result["error"].startswith("UnsupportedLocally: cdclab: DQDL rule DataFreshness is "
+                                      "not supported locally (at line 4, column 9)")
     assert "ModuleNotFoundError" not in output
 
 
-def test_other_names_of_awsgluedq_fail_by_name(tmp_path) -> None:
+def test_other_names_and_bad_calls_fail_by_name(tmp_path) -> None:
     result, _ = run_script(tmp_path, "from awsgluedq.transforms import Something\n")
     assert result == {"state": "FAILED", "error": "ImportError: cdclab: "
                       "awsgluedq.transforms.Something is not supported locally"}
     result, _ = run_script(tmp_path, "from awsgluedq.transforms import EvaluateDataQuality\n"
                            "EvaluateDataQuality.apply(frame=None, ruleset='Rules = []')\n")
-    assert "EvaluateDataQuality (AWS Glue Data Quality) apply is not supported" in \
-        result["error"]
+    assert result == {"state": "FAILED", "error": "TypeError: cdclab: EvaluateDataQuality "
+                      "frame must be a DynamicFrame, got NoneType"}
+    result, _ = run_script(tmp_path, "from awsgluedq.transforms import EvaluateDataQuality\n"
+                           "EvaluateDataQuality.apply(frame=None, ruleset='Rules = [ RowCount ')\n")
+    assert result["error"].startswith("DQDLError: cdclab: DQDL ruleset: expected")
+    result, _ = run_script(tmp_path, "from awsgluedq.transforms import EvaluateDataQuality\n"
+                           "EvaluateDataQuality.apply(frame=None, ruleset='Rules = []', "
+                           "publishing_options={'enableCloudWatch': True})\n")
+    assert result["error"].startswith("ValueError: cdclab: EvaluateDataQuality "
+                                      "publishing_options ['enableCloudWatch'] are not Glue's")
 
 
 def test_a_scripts_own_awsgluedq_wins(tmp_path) -> None:
