@@ -14,9 +14,10 @@ DEMO_ARGS ?=
 demo: setup  ## start the stack, seed, full load, live workload, drain, reconcile
 	@$(CDCLAB) demo $(DEMO_ARGS)
 
+PYTEST_ARGS ?=
 test: setup  ## lint, then the whole test suite (unit + integration on the embedded stack)
 	@$(VENV)/bin/ruff check .
-	@$(VENV)/bin/pytest -m "not containers"
+	@$(VENV)/bin/pytest -m "not containers" $(PYTEST_ARGS)
 
 test-unit: setup
 	@$(VENV)/bin/pytest -m "not integration"

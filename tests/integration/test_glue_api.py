@@ -14,7 +14,7 @@ from cdclab.services.base import StackContext
 from cdclab.services.glue_api import GlueApiService, job_definition, job_run_metrics, register_job
 from tests.resources.launch import launch
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.launches]  # Glue API services, per backend
 
 JOB = """
 import sys, time

@@ -70,6 +70,41 @@ def pytest_sessionstart(session: pytest.Session) -> None:
                         returncode=3)
 
 
+# Fixtures whose services start on the chosen backend (tests/resources/launch.py). A test
+# that uses none of them, nor is marked `launches` (it starts services in its body), runs
+# in-process the same way whatever the backend (e.g. the Glue API over local files, moto):
+# `make test` runs it, and the containers run leaves it out instead of repeating it.
+SERVICE_FIXTURES = frozenset({"stack", "minio", "postgres", "iceberg_rest"})
+
+
+def runs_the_same_on_both_backends(item: pytest.Item) -> bool:
+    if item.get_closest_marker("launches"):
+        return False
+    return not SERVICE_FIXTURES & set(getattr(item, "fixturenames", ()))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if backend() != CONTAINERS:
+        return
+    same = [item for item in items if runs_the_same_on_both_backends(item)]
+    if same:
+        config.hook.pytest_deselected(items=same)
+        left_out = {id(item) for item in same}
+        items[:] = [item for item in items if id(item) not in left_out]
+        config.stash[_SAME_ON_BOTH] = len(same)
+
+
+_SAME_ON_BOTH = pytest.StashKey[int]()
+
+
+def pytest_report_collectionfinish(config: pytest.Config) -> str | None:
+    same = config.stash.get(_SAME_ON_BOTH, 0)
+    if not same:
+        return None
+    return (f"containers: {same} tests start no service and run the same on both backends; "
+            "`make test` runs them, this run leaves them out")
+
+
 @dataclass
 class StackHandle:
     """What a test needs to drive the stack, whatever the backend."""
