@@ -10,7 +10,6 @@ import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
-import org.apache.spark.sql.SaveMode;
 import org.apache.spark.sql.functions;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
@@ -25,6 +24,7 @@ import org.cdclab.glue.Mapping;
 import org.cdclab.glue.Nesting;
 import org.cdclab.glue.PythonRecords;
 import org.cdclab.glue.Relationalize;
+import org.cdclab.glue.SpigotOptions;
 import org.cdclab.glue.Unbox;
 import org.cdclab.glue.Unsupported;
 import scala.Option;
@@ -309,14 +309,21 @@ public class DynamicFrame {
     return with(Joins.inner(df, other.df, list(keys1), list(keys2)));
   }
 
-  /** spigot: a sample of the records as JSON under path (topk, default 100; prob). */
+  /**
+   * spigot: a passthrough that writes a sample of the records to path as JSON lines
+   * (org.cdclab.glue.SpigotOptions: each record kept with probability prob, at most topk).
+   * The sample is written as Glue's S3 sink writes JSON (appended, Glue's object names), so
+   * a spigot at a bucket's root deletes nothing; the frame returned is this one.
+   */
   public DynamicFrame spigot(String path, JsonOptions options, String ctx, CallSite cs, long t1,
                              long t2) {
-    Dataset<Row> sample = df;
-    if (options.contains("prob")) {
-      sample = sample.sample(Double.parseDouble(options.getString("prob", "1")));
+    if (path == null || path.isBlank()) {
+      throw new IllegalArgumentException("cdclab: spigot needs a path to write the sample to");
     }
-    sample.limit((int) options.getLong("topk", 100)).write().mode(SaveMode.Overwrite).json(path);
+    SpigotOptions o = SpigotOptions.of(options);
+    Dataset<Row> sample = o.prob() < 1 ? df.sample(false, o.prob()) : df;
+    new DataSink(glue, new JsonOptions(Map.of("path", path)), path, "json")
+        .pyWriteDynamicFrame(with(sample.limit(o.topk())), "spigot", "");
     return this;
   }
 
