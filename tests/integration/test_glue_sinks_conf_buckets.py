@@ -19,7 +19,7 @@ import pytest
 
 from glue_local import jobs_api
 from glue_local.server import running_server
-from tests.integration.test_glue_corpus import create
+from tests.integration.test_glue_corpus import create, orders_csv
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -166,14 +166,6 @@ def test_blueprint_conversion_creates_the_parquet_table_with_its_partitions(
 
 
 # --- Glue Studio's "update the Data Catalog" S3 target ---------------------------------
-
-def orders_csv(path: Path, rows: list[tuple]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["order_id", "customer", "amount", "country"])
-        w.writerows(rows)
-
 
 def test_glue_studio_target_creates_then_updates_or_keeps_the_schema(glue, tmp_path):
     src, out = tmp_path / "orders", tmp_path / "out"

@@ -83,6 +83,9 @@ def runs_the_same_on_both_backends(item: pytest.Item) -> bool:
     return not SERVICE_FIXTURES & set(getattr(item, "fixturenames", ()))
 
 
+_SAME_ON_BOTH = pytest.StashKey[int]()  # how many the containers run left out
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if backend() != CONTAINERS:
         return
@@ -92,9 +95,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         left_out = {id(item) for item in same}
         items[:] = [item for item in items if id(item) not in left_out]
         config.stash[_SAME_ON_BOTH] = len(same)
-
-
-_SAME_ON_BOTH = pytest.StashKey[int]()
 
 
 def pytest_report_collectionfinish(config: pytest.Config) -> str | None:
