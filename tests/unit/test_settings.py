@@ -371,6 +371,21 @@ def test_table_overrides_parse_what_the_settings_checked() -> None:
     assert over.derive[0].into == ("location_city", "location_country")
 
 
+@given(st.lists(st.text(max_size=70) | st.from_regex(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]",
+                                                     fullmatch=True), max_size=4))
+def test_any_job_buckets_are_kept_as_given_or_a_bad_one_is_named_by_place(names) -> None:
+    raw = with_value("glue_job", "job_buckets", names)
+    try:
+        p = parse_pipeline(raw, WHERE, {})
+    except SettingsError as err:
+        i = int(err.key.removeprefix("glue_job.job_buckets[").rstrip("]"))
+        assert err.value == names[i]
+        assert "an S3 bucket name" in err.allowed or "not the lab's" in err.allowed
+    else:
+        assert p.glue_job.job_buckets == names
+        assert all(re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", n) for n in names)
+
+
 def test_job_buckets_are_s3_bucket_names_of_the_users_own() -> None:
     p = parse_pipeline(with_value("glue_job", "job_buckets", ["my-bucket", "a.b-c"]), WHERE)
     assert p.glue_job.job_buckets == ["my-bucket", "a.b-c"]
