@@ -30,11 +30,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cdclab import settings  # noqa: E402
 from dms_emitter.dms_csv import encode_line  # noqa: E402
 from lambda_shim import object_gate  # noqa: E402
 from lambda_shim.function_env import gate_limits  # noqa: E402
 from lambda_shim.lambda_function import GATE_LIMITS  # noqa: E402
+from pipeline_contract import settings  # noqa: E402
 
 MiB = 1024 * 1024
 CHUNK = 1024 * 1024  # what the Lambda asks S3's body for at a time (READ_CHUNK)

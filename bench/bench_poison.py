@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cdclab import settings  # noqa: E402
+from pipeline_contract import settings  # noqa: E402
 from tests.resources.stack_dirs import temp_state_dir  # noqa: E402
 
 HEADER = b"Op,last_updated_ts,id,url,name,since,location,response_time,response_rate,change_seq\n"
@@ -78,8 +78,9 @@ def measure(state: Path, rows: int, body: bytes) -> dict:
     from cdclab.drain import current_wal_lsn, wait_for_drain
     from cdclab.reconcile import reconcile
     from cdclab.sample_data import seed
+    from cdclab.services.glue_api import glue_client
     from cdclab.services.minio import s3_client
-    from cdclab.setup import glue_client, setup_lake
+    from cdclab.setup import setup_lake
     from cdclab.supervisor import INFRA, PIPELINE, Stack
 
     p = settings.load_pipeline()

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cdclab import settings  # noqa: E402
+from pipeline_contract import settings  # noqa: E402
 from tests.resources.stack_dirs import temp_state_dir  # noqa: E402
 
 DDL = ("CREATE TABLE events (id bigint PRIMARY KEY, account integer, amount numeric(12,2), "

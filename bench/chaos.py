@@ -52,7 +52,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cdclab import settings  # noqa: E402
+from pipeline_contract import settings  # noqa: E402
 
 SERVICES = ("postgres", "minio", "iceberg-rest", "glue", "emitter", "watcher")
 KINDS = ("postgres", "minio", "iceberg-rest", "glue", "glue@merge", "emitter",
@@ -339,7 +339,7 @@ def wait_for_merge(state: Path, env: dict, fault: Fault, until: float) -> str:
     """Wait for a RUNNING run of the pipeline's job whose log shows the merge phase
     (option "merging": the MERGE has begun; "merged": silver committed, the bookmark
     not yet); returns what was seen."""
-    from cdclab.setup import glue_client
+    from cdclab.services.glue_api import glue_client
 
     job = settings.load_pipeline().glue_job.name
     marker = MERGE_STARTS if fault.option == "merging" else MERGE_DONE
@@ -487,7 +487,7 @@ def describe_moment(stack, name: str, state: Path) -> str:
         st = read_state(state / "emitter" / "state.json")
         return f"phase {st.get('phase')}, confirmed {st.get('confirmed_lsn')}"
     if name == "glue":
-        from cdclab.setup import glue_client
+        from cdclab.services.glue_api import glue_client
 
         with contextlib.suppress(Exception):
             job = settings.load_pipeline().glue_job.name

@@ -12,11 +12,12 @@ import sys
 import time
 from pathlib import Path
 
-from cdclab import credentials, settings
+from cdclab import credentials
 from cdclab.redact import mask_password
 from cdclab.services.base import ServiceError
-from cdclab.settings_check import SettingsError
-from cdclab.table_specs import SpecError
+from pipeline_contract import settings
+from pipeline_contract.settings_check import SettingsError
+from pipeline_contract.table_specs import SpecError
 
 
 def say(msg: str) -> None:

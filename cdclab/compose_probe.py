@@ -26,9 +26,10 @@ import sys
 import time
 from pathlib import Path
 
-from cdclab import credentials, minio_users, settings
+from cdclab import credentials
 from cdclab.services.base import StackContext, port_answers
 from glue_local.driver_state import driver_healthy
+from pipeline_contract import minio_users, settings
 
 CONTAINER_USER = 1000  # the image's cdclab user
 NOTEBOOKS = settings.REPO_ROOT / "notebooks"

@@ -15,8 +15,8 @@ from collections.abc import MutableMapping
 from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from cdclab import minio_users, settings
 from cdclab.redact import mask_password
+from pipeline_contract import minio_users, settings
 
 PG_USER = "CDCLAB_PG_USER"
 PG_PASSWORD = "CDCLAB_PG_PASSWORD"
@@ -35,7 +35,7 @@ def generate() -> dict[str, str]:
         PG_USER: "cdclab",
         PG_PASSWORD: secrets.token_urlsafe(24),
         settings.ENV_REGION: settings.DEFAULT_REGION,
-        # one MinIO user per service (cdclab.minio_users; the pair above is MinIO's root)
+        # one MinIO user per service (pipeline_contract.minio_users; the pair above is MinIO's root)
         # and the Iceberg REST catalog's bearer token
         **{key: make() for key, make in _LATER_KEYS.items()},
     }

@@ -13,11 +13,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from cdclab import settings
 from cdclab.drain import current_wal_lsn, job_runs, wait_for_drain
 from cdclab.runtime import EmbeddedRuntime, Runtime
 from cdclab.services.base import ServiceError
 from cdclab.supervisor import INFRA, PIPELINE
+from pipeline_contract import settings
 
 METRICS_PREFIX = "CDCLAB_METRICS "
 

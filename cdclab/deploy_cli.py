@@ -10,10 +10,11 @@ import argparse
 import sys
 from typing import Any
 
-from cdclab.settings import DEFAULT_REGION, PROFILE_AWS, load_pipeline
-from cdclab.settings_check import SettingsError
 from deploy.options import ACCOUNT_PLACEHOLDER, DEFAULT_STACK, DeployError, DeployOptions
 from deploy.plan import Plan, build_plan, destroy_options
+from pipeline_contract.settings import DEFAULT_REGION, PROFILE_AWS, load_pipeline
+from pipeline_contract.settings_check import SettingsError
+from pipeline_contract.table_names import NameCollision, check_names
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -130,8 +131,6 @@ def table_specs(args: argparse.Namespace) -> list[dict]:
     """The tables the deployed job merges: --tables-config, else the running lab's
     (the lab's source has the schema the AWS source has: that is the point of the lab)."""
     import json
-
-    from cdclab.table_names import NameCollision, check_names
 
     path = vars(args).get("tables_config")
     if path:

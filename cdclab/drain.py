@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from cdclab import settings
+from pipeline_contract import settings
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def newest_bronze_object(env: Mapping[str, str]) -> datetime | None:
 
 
 def job_runs(env: Mapping[str, str]) -> list[JobRun]:
-    from cdclab.setup import glue_client
+    from cdclab.services.glue_api import glue_client
 
     glue = glue_client(env)
     name = settings.load_pipeline().glue_job.name

@@ -17,7 +17,6 @@ import sys
 import time
 from datetime import UTC, datetime
 
-from cdclab import settings
 from cdclab.log_rotation import rotate_all
 from cdclab.restart_policy import (
     RestartPolicy,
@@ -30,6 +29,7 @@ from cdclab.restart_policy import (
 )
 from cdclab.services.base import tail_lines
 from cdclab.supervisor import KEEPER, Stack
+from pipeline_contract import settings
 
 PASS_SECONDS = 1.0
 MAX_FAILED_PASS_WAIT = 10.0  # a pass that failed (a full disk) is tried again, backing off

@@ -15,7 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from cdclab import settings
+from pipeline_contract import settings
 
 ENV_FILE = "cdclab.env"  # written by cdclab.supervisor.Stack
 REQUIRED_KEYS = (

@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from cdclab import settings
 from cdclab.lab import LabError, stack_env
 from cdclab.services.base import LOOPBACK, ServiceError
+from pipeline_contract import settings
 
 NOTEBOOKS_DIR = settings.REPO_ROOT / "notebooks"
 DEFAULT_PORT = 8888

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-from cdclab import settings
+from pipeline_contract import settings
 
 # An object waiting this long for a run (or in a run for this long) is a stall, not lag:
 # the lab's runs take seconds; DMS's own batching on AWS is another matter.

@@ -10,8 +10,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cdclab import settings
 from lambda_shim.object_gate import REASON_SUFFIX
+from pipeline_contract import settings
 
 MAX_DETAILED = 50
 

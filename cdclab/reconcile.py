@@ -1,7 +1,7 @@
 """Prove silver equals source, row for row, for every table the job merges (DESIGN.md
 invariant 6).
 
-Per table (its spec, cdclab.table_specs), the expected silver rows are computed from the
+Per table (its spec, pipeline_contract.table_specs), the expected silver rows are computed from the
 source as the pipeline carries them: each value rendered by the emitter's own DMS
 renderer (the text in the bronze files), read back as Glue's CSV reader returns it
 (NULL vs ''), cast to the silver type, and the named transforms applied (the demo
@@ -32,8 +32,10 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from cdclab import settings
 from cdclab.merge_model import clean_location
+from pipeline_contract import settings
+from pipeline_contract.dms_format.parquet_types import ColumnType, ParquetValueError, converter
+from pipeline_contract.dms_format.values import RenderOptions, RowRenderer
 
 BUSINESS_COLUMNS = (
     "id", "url", "name", "since", "location_city", "location_country",
@@ -153,7 +155,6 @@ def _as_dict(record: Record | None, columns: tuple[str, ...] = BUSINESS_COLUMNS)
 class Unconvertible(ValueError):
     """A value the job's validation refuses (its row is quarantined, not in silver)."""
 
-
 def typed(sql_type: str, text: str | None) -> Any:
     """The value Spark's cast of DMS text gives in silver (NaN as the text 'NaN', so two
     NaNs compare equal)."""
@@ -184,10 +185,8 @@ def typed(sql_type: str, text: str | None) -> Any:
 def parquet_typed(column: Mapping[str, Any], text: str | None, bytea_format: str = "hex",
                   millis: bool = False) -> Any:
     """The value the silver cast of a DMS Parquet value gives: the value as the emitter
-    writes it into the file (dms_emitter.parquet_types), read back as pyiceberg returns
-    silver. A value the Parquet type cannot hold is written NULL."""
-    from dms_emitter.parquet_types import ColumnType, ParquetValueError, converter
-    from dms_emitter.values import RenderOptions
+    writes it into the file (pipeline_contract.dms_format.parquet_types), read back as
+    pyiceberg returns silver. A value the Parquet type cannot hold is written NULL."""
 
     if text is None:
         return None
@@ -326,7 +325,6 @@ def source_data_rows(dsn: str, spec: Mapping[str, Any],
 
     from cdclab.tables_sync import table_mappings
     from dms_emitter import replication as repl
-    from dms_emitter.values import RenderOptions, RowRenderer
 
     d = p.dms
     schema, table = spec["name"].split(".", 1)

@@ -25,10 +25,23 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from cdclab import settings
 from cdclab.replay_files import DmsFile, Plan, ReplayError, plan, target_key
-from cdclab.table_specs import ROLE_BEFORE_IMAGE, Layout, SourceTable, SpecError, build_spec
-from dms_emitter.source_types import CATEGORY_STRING, PgType, SourceColumn
+from pipeline_contract import settings
+from pipeline_contract.dms_format.source_types import CATEGORY_STRING, PgType, SourceColumn
+from pipeline_contract.dms_format.table_mappings import (
+    CHANGE_SEQ_EXPRESSION,
+    TableMappings,
+    default_mappings,
+    read_document,
+)
+from pipeline_contract.table_specs import (
+    ROLE_BEFORE_IMAGE,
+    Layout,
+    SourceTable,
+    SpecError,
+    build_spec,
+    glue_name,
+)
 
 REPLAY_FOLDER = "replay"
 HEAD_BYTES = 1 << 20  # a header row or a first record is read from at most this much
@@ -218,7 +231,6 @@ def replay_settings(p: settings.PipelineSettings, options: ReplayOptions,
 
 def change_seq_in(path: Path | None) -> str:
     """The column a task's table mappings add with $AR_H_CHANGE_SEQ ('' when none)."""
-    from dms_emitter.table_mappings import CHANGE_SEQ_EXPRESSION, read_document
 
     if path is None:
         return ""
@@ -230,8 +242,6 @@ def change_seq_in(path: Path | None) -> str:
 
 
 def settings_slug(name: str) -> str:
-    from cdclab.table_specs import glue_name
-
     slug = glue_name(name)
     if len(slug) > 40:
         raise ReplayError(f"replay name {name!r}: at most 40 characters")
@@ -298,7 +308,6 @@ def mappings_for(p: settings.PipelineSettings, tables: list[str], cdc: bool):
     (without before images, which a task without mappings never wrote; the change
     sequence column only when there are CDC files)."""
     from cdclab.tables_sync import table_mappings
-    from dms_emitter.table_mappings import TableMappings, default_mappings
 
     if p.source.table_mappings:
         return table_mappings(p)
@@ -377,9 +386,8 @@ def table_from_header(qualified: str, header: list[str], p: settings.PipelineSet
 # --- the run -------------------------------------------------------------------------------
 def replay(options: ReplayOptions, env: Mapping[str, str],
            progress: Callable[[str], None] = lambda _m: None) -> ReplayReport:
-    from cdclab.services.glue_api import register_job
+    from cdclab.services.glue_api import glue_client, register_job
     from cdclab.services.minio import s3_client
-    from cdclab.setup import glue_client
     from cdclab.tables_sync import layout_of, overrides_for, publish
 
     p0 = settings.load_pipeline()

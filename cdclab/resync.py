@@ -27,9 +27,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cdclab import settings
-from cdclab.atomic import write_json
 from cdclab.services.base import ServiceError
+from pipeline_contract import settings
+from pipeline_contract.atomic import write_json
 
 Progress = Callable[[str], None]
 RUNS_END_TIMEOUT = 900.0

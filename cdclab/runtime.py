@@ -21,9 +21,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from cdclab import credentials, settings
+from cdclab import credentials
 from cdclab.services.base import LOOPBACK, ServiceError
 from cdclab.supervisor import ServiceStatus
+from pipeline_contract import settings
 
 EMBEDDED = "embedded"
 COMPOSE = "compose"

@@ -12,7 +12,7 @@ from datetime import date, timedelta
 import psycopg
 from psycopg import sql
 
-from cdclab import settings
+from pipeline_contract import settings
 
 COLUMNS = ("id", "url", "name", "since", "location", "response_time", "response_rate")
 Host = tuple[int, str | None, str | None, date | None, str | None, str | None, str | None]

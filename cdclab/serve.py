@@ -12,9 +12,9 @@ import signal
 import sys
 from pathlib import Path
 
-from cdclab import settings
 from cdclab.services.base import StackContext, start_service
 from cdclab.supervisor import all_services, pinned_port
+from pipeline_contract import settings
 
 # Well-known ports inside containers (the embedded runtime picks free ones instead).
 CONTAINER_PORTS = {

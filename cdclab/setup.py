@@ -8,27 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-import boto3
-
-from cdclab import settings
-
-
-def glue_client(env: Mapping[str, str]):
-    return boto3.client(
-        "glue",
-        endpoint_url=env[settings.ENV_GLUE_ENDPOINT],
-        region_name=env.get(settings.ENV_REGION, settings.DEFAULT_REGION),
-        aws_access_key_id=env[settings.ENV_ACCESS_KEY],
-        aws_secret_access_key=env[settings.ENV_SECRET_KEY],
-    )
+from cdclab.services.glue_api import glue_client, register_job
+from cdclab.tables_sync import sync
+from pipeline_contract import settings
 
 
 def setup_lake(env: Mapping[str, str], progress: Callable[[str], None] = lambda _m: None) -> None:
     """The Glue database, each selected table's bronze catalog table and the job's table
     specs (cdclab.tables_sync), then the job itself."""
-    from cdclab.services.glue_api import register_job
-    from cdclab.tables_sync import sync
-
     p = settings.load_pipeline()
     report = sync(env, p, progress)
     register_job(glue_client(env), p)

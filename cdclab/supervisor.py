@@ -18,8 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from cdclab import credentials, settings
-from cdclab.atomic import write_json
+from cdclab import credentials
 from cdclab.restart_policy import ServiceLife, describe
 from cdclab.services.base import (
     ProcessSpec,
@@ -35,6 +34,8 @@ from cdclab.services.base import (
     stop_pid,
     wait_until,
 )
+from pipeline_contract import settings
+from pipeline_contract.atomic import write_json
 
 STACK_FILE = "stack.json"
 LOCK_FILE = "stack.lock"  # held by whoever starts or stops services: CLI, tests, keeper

@@ -2,7 +2,7 @@
 
 `source_tables` reads the source's catalog through the same table mappings the emitter
 (and DMS) apply; `build_specs` makes the specs and refuses two tables that would share a
-name (cdclab.table_names); `publish` creates or updates each table's bronze Glue catalog
+name (pipeline_contract.table_names); `publish` creates or updates each table's bronze Glue catalog
 table and uploads the `--tables_config` document the job reads. `cdclab up`, the demo
 and `cdclab tables --sync` call `sync`; `cdclab deploy` publishes the same document.
 """
@@ -15,9 +15,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cdclab import settings
-from cdclab.table_names import check_names
-from cdclab.table_specs import (
+from pipeline_contract import settings
+from pipeline_contract.catalog_tables import database_input
+from pipeline_contract.dms_format.table_mappings import (
+    TableMappings,
+    default_mappings,
+    read_document,
+)
+from pipeline_contract.table_names import check_names
+from pipeline_contract.table_specs import (
     Layout,
     SourceTable,
     SpecError,
@@ -28,8 +34,8 @@ from cdclab.table_specs import (
 )
 
 if TYPE_CHECKING:
-    from dms_emitter.source_types import SourceColumn
-    from dms_emitter.table_mappings import TablePlan
+    from pipeline_contract.dms_format.source_types import SourceColumn
+    from pipeline_contract.dms_format.table_mappings import TablePlan
 
 
 @dataclass
@@ -65,8 +71,6 @@ def overrides_for(p: settings.PipelineSettings, qualified: str) -> TableOverride
 
 
 def table_mappings(p: settings.PipelineSettings):
-    from dms_emitter.table_mappings import TableMappings, default_mappings, read_document
-
     if p.source.table_mappings:
         path = settings.REPO_ROOT / p.source.table_mappings
         return TableMappings.parse(read_document(path), str(path))
@@ -125,9 +129,8 @@ def build_specs(tables: list[SourceTable], p: settings.PipelineSettings) -> Sync
 def publish(env: Mapping[str, str], p: settings.PipelineSettings,
             specs: list[dict[str, Any]]) -> None:
     """Bronze catalog tables (created or updated) and the --tables_config document."""
-    from cdclab.catalog_tables import database_input
+    from cdclab.services.glue_api import glue_client
     from cdclab.services.minio import s3_client
-    from cdclab.setup import glue_client
 
     glue = glue_client(env)
     with contextlib.suppress(glue.exceptions.AlreadyExistsException):

@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from cdclab import settings
-from cdclab.job_config import glue_default_arguments
+from pipeline_contract import settings
+from pipeline_contract.job_config import glue_default_arguments
 
 JOB_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")  # Glue: 1-255 chars, single line
 FINAL_STATES = ("SUCCEEDED", "FAILED", "ERROR", "TIMEOUT", "STOPPED")
@@ -73,9 +73,8 @@ def add_job(env: Mapping[str, str], script: Path, name: str | None,
             trigger: bool = False) -> str:
     """Upload the script and create or update its job; `trigger`: tag it so the watcher
     starts it for every batch of new bronze objects, like the pipeline's job."""
-    from cdclab.services.glue_api import LOCAL_ROLE
+    from cdclab.services.glue_api import LOCAL_ROLE, glue_client
     from cdclab.services.minio import s3_client
-    from cdclab.setup import glue_client
 
     if not script.is_file():
         raise JobArgumentError(f"{script}: no such script")
@@ -115,7 +114,7 @@ def job_arn(env: Mapping[str, str], name: str) -> str:
 def run_job(env: Mapping[str, str], name: str, arguments: Mapping[str, str],
             progress: Callable[[str], None], wait: bool = True,
             timeout: float = 3600.0) -> dict:
-    from cdclab.setup import glue_client
+    from cdclab.services.glue_api import glue_client
 
     glue = glue_client(env)
     run_id = glue.start_job_run(JobName=name, Arguments=dict(arguments))["JobRunId"]

@@ -16,8 +16,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from cdclab import settings
 from cdclab.sample_data import COLUMNS, PLACES, RESPONSE_TIMES, host, host_name
+from pipeline_contract import settings
 
 INSERT, UPDATE, DELETE = "insert", "update", "delete"
 SCENARIOS = ("insert", "update", "update_location", "multi_update", "delete",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cdclab.settings import REPO_ROOT, PipelineSettings
-from dms_emitter.table_mappings import default_mappings, read_document
+from pipeline_contract.dms_format.table_mappings import default_mappings, read_document
+from pipeline_contract.settings import REPO_ROOT, PipelineSettings
 
 
 def s3_target_settings(p: PipelineSettings, *, bucket: str, role_arn: str) -> dict[str, Any]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cdclab.settings import PipelineSettings
 from deploy.options import StackNames
+from pipeline_contract.settings import PipelineSettings
 
 VERSION = "2012-10-17"
 Policy = dict[str, Any]

@@ -1,8 +1,8 @@
 """The deployment plan: every AWS resource of a stack with its exact settings (pure).
 
-Built from cdclab/pipeline.toml (via cdclab.settings) and DeployOptions only, so
-`--dry-run` needs neither credentials nor network. The applier, the renderer, destroy
-and the tests all read this one list.
+Built from pipeline_contract/pipeline.toml (via pipeline_contract.settings) and
+DeployOptions only, so `--dry-run` needs neither credentials nor network. The applier,
+the renderer, destroy and the tests all read this one list.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cdclab.catalog_tables import database_input
-from cdclab.job_config import glue_default_arguments
-from cdclab.settings import REPO_ROOT, PipelineSettings
-from cdclab.table_specs import bronze_table_input, for_lake, tables_document
 from deploy import dms, iam
 from deploy.options import STACK_TAG, DeployOptions, StackNames
 from lambda_shim.function_env import function_environment
+from pipeline_contract.catalog_tables import database_input
+from pipeline_contract.job_config import glue_default_arguments
+from pipeline_contract.settings import REPO_ROOT, PipelineSettings
+from pipeline_contract.table_specs import bronze_table_input, for_lake, tables_document
 
 LAMBDA_SOURCE = REPO_ROOT / "lambda_shim" / "lambda_function.py"
 LAMBDA_RUNTIME = "python3.11"
@@ -119,7 +119,7 @@ def _role(
 
 def build_plan(p: PipelineSettings, opts: DeployOptions,
                specs: list[dict[str, Any]] | None = None) -> Plan:
-    """`specs`: the tables the job merges (cdclab.table_specs, as the lab built them
+    """`specs`: the tables the job merges (pipeline_contract.table_specs, as the lab built them
     from its source); their bronze catalog tables and the job's --tables_config."""
     opts.validate()
     specs = specs or []

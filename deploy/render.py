@@ -6,8 +6,8 @@ import hashlib
 import json
 from typing import Any
 
-from cdclab.settings import ENV_PROFILE, ENV_REGION, PROFILE_AWS
 from deploy.plan import Plan, Resource, source_path
+from pipeline_contract.settings import ENV_PROFILE, ENV_REGION, PROFILE_AWS
 
 SECTIONS = (
     ("S3 buckets", ("s3-bucket",)),

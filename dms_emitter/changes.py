@@ -30,16 +30,16 @@ from dms_emitter.dms_csv import (
     encode_line,
     format_ts,
 )
-from dms_emitter.parquet_types import STRING_COLUMN, ColumnType, column_type
 from dms_emitter.schema_change import SchemaChange, Shape, shape_of
-from dms_emitter.source_types import PgType, SourceColumn, builtin
-from dms_emitter.table_mappings import (
+from pipeline_contract.dms_format.parquet_types import STRING_COLUMN, ColumnType, column_type
+from pipeline_contract.dms_format.source_types import PgType, SourceColumn, builtin
+from pipeline_contract.dms_format.table_mappings import (
     CHANGE_SEQ_EXPRESSION,
     TableMappings,
     TablePlan,
     default_mappings,
 )
-from dms_emitter.values import RenderError, RenderOptions, RowRenderer
+from pipeline_contract.dms_format.values import RenderError, RenderOptions, RowRenderer
 
 # An UPDATE that changes the primary key. DMS "ignores an attempt to update a primary
 # key segment" (CHAP_Source.PostgreSQL); on S3 that is one U row with the after image

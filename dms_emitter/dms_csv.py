@@ -13,12 +13,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 
-from cdclab.settings import DmsSettings
-from dms_emitter.parquet_types import (
+from pipeline_contract.dms_format.parquet_types import (
     DEFAULT_PAGE_BYTES,
     DEFAULT_ROW_GROUP_LENGTH,
     ParquetOptions,
 )
+from pipeline_contract.settings import DmsSettings
 
 OP_INSERT, OP_UPDATE, OP_DELETE = "I", "U", "D"
 OPS = (OP_INSERT, OP_UPDATE, OP_DELETE)
@@ -81,7 +81,7 @@ class CsvFormat:
 
     @classmethod
     def from_settings(cls, dms: DmsSettings) -> CsvFormat:
-        """The layout of checked [dms] settings (cdclab.settings checks them when they
+        """The layout of checked [dms] settings (pipeline_contract.settings checks them when they
         are loaded or built, for the emitter and `cdclab deploy` alike)."""
         ops = ((OP_INSERT,) if dms.cdc_inserts_only else
                (OP_INSERT, OP_UPDATE) if dms.cdc_inserts_and_updates else OPS)

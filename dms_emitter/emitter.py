@@ -22,8 +22,6 @@ from typing import BinaryIO
 import psycopg
 from botocore.exceptions import BotoCoreError, ClientError
 
-from cdclab import settings
-from cdclab.atomic import write_json
 from dms_emitter import pgoutput as pg
 from dms_emitter import replication as repl
 from dms_emitter.batching import Batcher, Segment
@@ -40,18 +38,20 @@ from dms_emitter.dms_csv import (
     load_file_name,
 )
 from dms_emitter.parquet_file import ParquetFileWriter, parse_rows
-from dms_emitter.parquet_types import STRING_COLUMN, column_type
 from dms_emitter.schema_change import SchemaChange, Shape, shape_of
 from dms_emitter.sink import Sink
-from dms_emitter.source_types import SourceColumn
-from dms_emitter.table_mappings import (
+from pipeline_contract import settings
+from pipeline_contract.atomic import write_json
+from pipeline_contract.dms_format.parquet_types import STRING_COLUMN, column_type
+from pipeline_contract.dms_format.source_types import SourceColumn
+from pipeline_contract.dms_format.table_mappings import (
     MappingError,
     TableMappings,
     TablePlan,
     default_mappings,
     folder_conflicts,
 )
-from dms_emitter.values import RenderOptions, RowRenderer
+from pipeline_contract.dms_format.values import RenderOptions, RowRenderer
 
 PHASE_FULL_LOAD = "full_load"
 PHASE_STREAMING = "streaming"

@@ -15,8 +15,8 @@ from typing import BinaryIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dms_emitter import parquet_types as pt
-from dms_emitter.values import RenderOptions
+from pipeline_contract.dms_format import parquet_types as pt
+from pipeline_contract.dms_format.values import RenderOptions
 
 Row = Sequence[str | None]
 # The CDC batches hold rows as CSV lines in this one lossless layout (NULL is a NUL

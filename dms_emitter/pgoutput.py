@@ -33,17 +33,9 @@ class _Unchanged:
 
 UNCHANGED_TOAST = _Unchanged()
 # 't' text, 'b' binary, 'n' NULL, 'u' unchanged; a text value over BIG_VALUE bytes stays
-# a memoryview of its UTF-8 bytes (decode with text_of)
+# a memoryview of its UTF-8 bytes (decode with pipeline_contract.dms_format.values.text_of)
 Value = str | bytes | memoryview | None | _Unchanged
 BIG_VALUE = 1 << 20
-
-
-def text_of(value: memoryview, max_bytes: int | None = None) -> str:
-    """A big text value decoded, whole or its first `max_bytes` bytes (never half a
-    character)."""
-    if max_bytes is None or len(value) <= max_bytes:
-        return str(value, "utf-8")
-    return bytes(value[:max_bytes]).decode("utf-8", "ignore")
 TupleData = tuple[Value, ...]
 
 

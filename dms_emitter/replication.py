@@ -13,7 +13,7 @@ from psycopg.adapt import AdaptersMap
 from psycopg.types.string import StrDumperUnknown, TextLoader
 
 from dms_emitter import pgoutput as pg
-from dms_emitter.source_types import PgType, SourceColumn, builtin
+from pipeline_contract.dms_format.source_types import PgType, SourceColumn, builtin
 
 INTERVAL_STYLES = ("postgres", "postgres_verbose", "sql_standard", "iso_8601")
 

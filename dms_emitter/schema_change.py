@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dms_emitter.source_types import SourceColumn
+from pipeline_contract.dms_format.source_types import SourceColumn
 
 Shape = tuple[tuple[str, str], ...]  # (column name, type as DDL spells it), in order
 

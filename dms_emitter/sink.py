@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from cdclab import settings
+from pipeline_contract import settings
 
 
 class Sink(Protocol):

@@ -4,7 +4,7 @@ every table of its `--tables_config` document.
 Runs unchanged on AWS Glue 5.1 (--datalake-formats iceberg, catalog settings as --conf)
 and locally, where it imports AWS's own `awsglue` (AWSGlueDataplanePython) over cdclab's
 JVM side. Deployed alone: it must not import cdclab. Each table's spec (built by
-cdclab/table_specs.py from the source's catalog and pipeline.toml) names its bronze
+pipeline_contract/table_specs.py from the source's catalog and pipeline.toml) names its bronze
 catalog table, its columns with the Spark types their DMS text casts to, its key, the
 silver columns (a cast, or a named transform of one column) and its silver, tombstone
 and quarantine tables. Per table, the merge rules are those of cdclab/merge_model.py:
@@ -34,7 +34,7 @@ MAX_FILES_BEFORE_COMPACTION = 48  # data + delete files of a table
 # Glue's bounded execution (boundedFiles): at most this many bronze files per table and run;
 # the rest waits for the next run (AWS's example uses 500)
 DEFAULT_BOUNDED_FILES = 500
-# Iceberg upkeep, at most every interval (cdclab/pipeline.toml [maintenance])
+# Iceberg upkeep, at most every interval (pipeline_contract/pipeline.toml [maintenance])
 MAINTENANCE_DEFAULTS = {"maintenance_interval_minutes": 30.0, "snapshot_retention_hours": 6.0,
                         "retain_last_snapshots": 10.0, "orphan_file_age_hours": 72.0,
                         "tombstone_retention_days": 30.0}
@@ -42,14 +42,14 @@ LAST_MAINTENANCE_PROPERTY = "cdclab.maintenance.last-run-ms"
 # Each commit writes a metadata.json; without these Iceberg keeps every one of them.
 METADATA_CLEANUP = {"write.metadata.delete-after-commit.enabled": "true",
                     "write.metadata.previous-versions-max": "20"}
-SPEC_VERSION = 1  # cdclab/table_specs.py SPEC_VERSION
+SPEC_VERSION = 1  # pipeline_contract/table_specs.py SPEC_VERSION
 # Glue's attachFilename: each row's source file, the documented way (input_file_name()
 # is empty for grouped, non-FileSplit reads).
 SOURCE_FILE_COLUMN = "_cdclab_source_file"
 ROLE_OP, ROLE_TIMESTAMP, ROLE_CHANGE_SEQ = "op", "timestamp", "change_seq"
 ROLE_BEFORE_IMAGE = "before_image"  # a column's value before an UPDATE ("before_image_of")
 # The job's own columns beside a table's: prefixed, so no table column (a `reason`, an
-# `action`) is ever overwritten (cdclab/table_specs.py refuses names with the prefix).
+# `action`) is ever overwritten (pipeline_contract/table_specs.py refuses names with the prefix).
 INTERNAL = "_cdclab_"
 FILE, RECORD, LINE = f"{INTERNAL}file", f"{INTERNAL}record", f"{INTERNAL}line"
 REASON, RAW, ORDER = f"{INTERNAL}reason", f"{INTERNAL}raw", f"{INTERNAL}read_order"
@@ -100,7 +100,7 @@ def role_column(spec: dict, role: str) -> str | None:
 
 def before_image_keys(spec: dict) -> dict[str, str]:
     """Key column -> its before-image column, when every key column has one; else {}
-    (no key change can be told). cdclab/table_specs.py has the same rule."""
+    (no key change can be told). pipeline_contract/table_specs.py has the same rule."""
     of = {c["before_image_of"]: c["name"] for c in spec["bronze_columns"]
           if c["role"] == ROLE_BEFORE_IMAGE}
     return {k: of[k] for k in spec["keys"]} if all(k in of for k in spec["keys"]) else {}
@@ -255,7 +255,8 @@ def bronze_records(bronze_df, spec: dict, file_column: str = SOURCE_FILE_COLUMN)
 
 def silver_projection(spec: dict) -> list:
     """The silver columns as Spark expressions over valid bronze records: a cast, or a
-    named transform (cdclab/table_specs.py; cdclab.reconcile computes the same in Python)."""
+    named transform (pipeline_contract/table_specs.py; cdclab.reconcile computes the same in
+    Python)."""
     from pyspark.sql import functions as F
 
     out = []

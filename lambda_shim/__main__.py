@@ -15,10 +15,10 @@ from zoneinfo import ZoneInfo
 import boto3
 from botocore.config import Config
 
-from cdclab import settings
 from lambda_shim import lambda_function, watch_logic
 from lambda_shim.function_env import function_environment
 from lambda_shim.watcher import Watcher, state_path
+from pipeline_contract import settings
 
 
 class TriggeredJobs:

@@ -3,7 +3,7 @@ deployed function (cdclab deploy) and the local watcher that calls the same hand
 
 from __future__ import annotations
 
-from cdclab.settings import BACKLOG_SUFFIX, DmsSettings, PipelineSettings
+from pipeline_contract.settings import BACKLOG_SUFFIX, DmsSettings, PipelineSettings
 
 KiB, MiB = 1024, 1024 * 1024
 # DMS's S3 target defaults (CHAP_Target.S3, "Endpoint settings"): CdcMinFileSize 32000 KB;

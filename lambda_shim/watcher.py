@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, timedelta
 from pathlib import Path
 
-from cdclab.atomic import write_json
-from cdclab.settings import LOCAL_ACCOUNT
 from lambda_shim import eventbridge_events
 from lambda_shim import watch_logic as logic
 from lambda_shim.object_gate import is_hidden
 from lambda_shim.s3_events import S3Object, s3_event
+from pipeline_contract.atomic import write_json
+from pipeline_contract.settings import LOCAL_ACCOUNT
 
 log = logging.getLogger("lambda_shim.watcher")
 

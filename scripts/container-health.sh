@@ -17,7 +17,7 @@ case "$name" in
           { echo "glue: its Spark driver died and is restarting" >&2; exit 1; } ;;
   emitter) grep -Eq '"phase": *"(streaming|loaded)"' "$state/emitter/state.json" &&
            ! grep -q '"resync_needed"' "$state/emitter/state.json"; exit ;;
-  # listing: its state file rewritten within WATCHER_STALE_SECONDS (cdclab/settings.py)
+  # listing: its state file rewritten within WATCHER_STALE_SECONDS (pipeline_contract/settings.py)
   watcher) (( $(date +%s) - $(stat -c %Y "$state/watcher/state.json") < 90 )); exit ;;
   *) exit 0 ;;
 esac

@@ -20,11 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from cdclab.settings import ENV_ACCESS_KEY, ENV_CATALOG_TOKEN, ENV_PG_DSN, ENV_SECRET_KEY
+from pipeline_contract.listen import ENV_BIND_HOST, LOOPBACK, bind_host  # noqa: F401
+from pipeline_contract.minio_users import ENV_MINIO_USERS
+from pipeline_contract.settings import ENV_ACCESS_KEY, ENV_CATALOG_TOKEN, ENV_PG_DSN, ENV_SECRET_KEY
 
-LOOPBACK = "127.0.0.1"
-ENV_MINIO_USERS = "CDCLAB_MINIO_USERS"  # cdclab.minio_users (imports no service)
-ENV_BIND_HOST = "CDCLAB_BIND_HOST"  # containers set 0.0.0.0 and publish on the host's loopback
 ENV_PG_PASSWORD = "CDCLAB_PG_PASSWORD"  # cdclab.credentials
 ENV_JUPYTER_TOKEN = "JUPYTER_TOKEN"  # read by Jupyter Server itself
 ENV_GLUE_CLIENTS = "CDCLAB_GLUE_API_CLIENTS"  # glue_local.server: who may call it
@@ -50,11 +49,6 @@ def scrub(env: dict[str, str], allowed: frozenset[str]) -> dict[str, str]:
     if ENV_PG_PASSWORD not in allowed and ENV_PG_DSN in out:
         out[ENV_PG_DSN] = without_userinfo(out[ENV_PG_DSN])
     return out
-
-
-def bind_host() -> str:
-    """The address servers listen on: loopback, unless a container runtime says otherwise."""
-    return os.environ.get(ENV_BIND_HOST, LOOPBACK)
 
 
 # What services create is their OS user's only: data, state, logs (MinIO's data held each
@@ -121,7 +115,7 @@ class StackContext:
 
     state_dir: Path
     ports: dict[str, int] = field(default_factory=dict)
-    # The shared environment: every configuration key of cdclab.settings, credentials.
+    # The shared environment: every configuration key of pipeline_contract.settings, credentials.
     env: dict[str, str] = field(default_factory=dict)
 
     def service_dir(self, name: str) -> Path:

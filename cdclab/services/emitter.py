@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from cdclab import minio_users, settings
 from cdclab.services.base import (
     ENV_PG_PASSWORD,
     ProcessSpec,
@@ -12,6 +11,7 @@ from cdclab.services.base import (
     python_module,
 )
 from dms_emitter.emitter import HEALTHY_PHASES, read_state
+from pipeline_contract import minio_users, settings
 
 
 def emitter_healthy(state: dict) -> bool:

@@ -9,8 +9,6 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
-from cdclab import minio_users, settings
-from cdclab.job_config import glue_default_arguments
 from cdclab.services.base import (
     LOOPBACK,
     ProcessSpec,
@@ -22,9 +20,24 @@ from cdclab.services.base import (
 from glue_local.access import ADMIN, GLUE, WATCHER
 from glue_local.driver_state import driver_healthy
 from glue_local.server import ENV_GLUE_CLIENTS, ENV_GLUE_PORT
+from pipeline_contract import minio_users, settings
+from pipeline_contract.job_config import glue_default_arguments
 
 ENV_GLUE_WARM = "CDCLAB_GLUE_WARM"  # 0: no warm Spark session at start (Spark-free tests)
 LOCAL_ROLE = "arn:aws:iam::000000000000:role/cdclab-glue-local"
+
+
+def glue_client(env: Mapping[str, str]):
+    """A boto3 Glue client of the lab's Glue API, with the keys `env` carries."""
+    import boto3
+
+    return boto3.client(
+        "glue",
+        endpoint_url=env[settings.ENV_GLUE_ENDPOINT],
+        region_name=env.get(settings.ENV_REGION, settings.DEFAULT_REGION),
+        aws_access_key_id=env[settings.ENV_ACCESS_KEY],
+        aws_secret_access_key=env[settings.ENV_SECRET_KEY],
+    )
 
 
 def glue_call(endpoint: str, operation: str, body: dict, timeout: float = 5.0,

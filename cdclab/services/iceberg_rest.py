@@ -16,7 +16,6 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
-from cdclab import minio_users, settings
 from cdclab.services.base import (
     LOOPBACK,
     ProcessSpec,
@@ -25,6 +24,7 @@ from cdclab.services.base import (
     StackContext,
     bind_host,
 )
+from pipeline_contract import minio_users, settings
 
 LAUNCHER_SOURCE = settings.REPO_ROOT / "iceberg_rest" / "LoopbackRESTCatalogServer.java"
 LAUNCHER_CLASS = "org.apache.iceberg.rest.LoopbackRESTCatalogServer"

@@ -7,7 +7,6 @@ import urllib.request
 import boto3
 from botocore.config import Config
 
-from cdclab import minio_users, settings
 from cdclab.services.base import (
     ENV_MINIO_USERS,
     LOOPBACK,
@@ -19,6 +18,7 @@ from cdclab.services.base import (
     bind_host,
     private_dir,
 )
+from pipeline_contract import minio_users, settings
 
 
 def s3_client(env: dict[str, str], timeout: float | None = None):

@@ -11,7 +11,6 @@ import subprocess
 from pathlib import Path
 from urllib.parse import quote
 
-from cdclab import settings
 from cdclab.services.base import (
     ENV_PG_PASSWORD,
     LOOPBACK,
@@ -23,6 +22,7 @@ from cdclab.services.base import (
     bind_host,
     private_dir,
 )
+from pipeline_contract import settings
 
 PG_USER_ENV = "CDCLAB_PG_USER"
 PG_PASSWORD_ENV = "CDCLAB_PG_PASSWORD"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import time
 
-from cdclab import minio_users, settings
 from cdclab.services.base import ProcessSpec, Service, StackContext, python_module
+from pipeline_contract import minio_users, settings
 
 ENV_FULL_SCAN = "CDCLAB_WATCH_FULL_SCAN_SECONDS"  # the watcher's full listing period
 ENV_SWEEP = "CDCLAB_WATCH_SWEEP_SECONDS"  # its backlog sweep period (EventBridge schedule)

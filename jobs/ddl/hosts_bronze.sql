@@ -1,6 +1,6 @@
 -- Bronze: the demo table's DMS CSV files as an external Glue Data Catalog table (every
 -- column a string). The deployer and the local setup create it from the table's spec
--- (cdclab/table_specs.py, the source of truth); this is the equivalent Hive DDL, for reading.
+-- (pipeline_contract/table_specs.py, the source of truth); this is the equivalent Hive DDL, for reading.
 CREATE EXTERNAL TABLE IF NOT EXISTS airbnb.hosts_bronze (
   op STRING,
   last_updated_ts STRING,

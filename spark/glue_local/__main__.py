@@ -8,8 +8,8 @@ import os
 import signal
 import threading
 
-from cdclab import settings
 from glue_local.server import ENV_GLUE_PORT, make_server
+from pipeline_contract import settings
 
 
 def aws_credentials_problem(env) -> str | None:

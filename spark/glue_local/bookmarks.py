@@ -15,9 +15,9 @@ import json
 import threading
 from pathlib import Path
 
-from cdclab.atomic import write_json
 from glue_local.errors import not_found
 from glue_local.job_names import state_name
+from pipeline_contract.atomic import write_json
 
 ENABLE = "job-bookmark-enable"
 DISABLE = "job-bookmark-disable"

@@ -17,10 +17,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from cdclab.atomic import write_json
-from cdclab.settings import ENV_CATALOG_TOKEN, ENV_CATALOG_URI
 from glue_local import iceberg_tables
 from glue_local.errors import GlueError, already_exists, invalid_input, not_found
+from pipeline_contract import settings
+from pipeline_contract.atomic import write_json
+from pipeline_contract.settings import ENV_CATALOG_TOKEN, ENV_CATALOG_URI
 
 CATALOG_ID = "000000000000"
 _lock = threading.RLock()
@@ -44,7 +45,6 @@ def _iceberg(ctx, call: str, *args):
 def _root(ctx) -> Path:
     if ctx is not None:
         return Path(ctx.state_dir) / "glue" / "catalog"
-    from cdclab import settings
 
     return settings.state_dir() / "glue" / "catalog"
 

@@ -13,7 +13,7 @@ import os
 import time
 from pathlib import Path
 
-from cdclab.atomic import write_json
+from pipeline_contract.atomic import write_json
 
 DRIVER_STATE_FILE = "driver.json"
 UNHEALTHY_STATES = ("dead", "restarting")

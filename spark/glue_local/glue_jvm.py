@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cdclab import settings
+from pipeline_contract import settings
 
 SOURCE_DIR = settings.REPO_ROOT / "spark" / "glue-jvm"
 JAR_NAME = "cdclab-glue-jvm.jar"

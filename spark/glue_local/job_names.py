@@ -27,7 +27,7 @@ _NAME_RE = re.compile("[\t\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]*")
 # never is "." or "..".
 _PLAIN = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 # A file name must fit NAME_MAX bytes (255 on Linux and macOS) with ".json" and the
-# atomic writer's temp prefix/suffix (cdclab.atomic: ".<name>.<pid>.<thread>.tmp"); an
+# atomic writer's temp prefix/suffix (pipeline_contract.atomic: ".<name>.<pid>.<thread>.tmp"); an
 # encoding longer than this is replaced by a readable head and the name's SHA-256.
 STATE_NAME_MAX = 120
 _HEAD = 48

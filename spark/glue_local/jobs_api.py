@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from cdclab.atomic import write_json
 from glue_local import access, code_sources, glue_versions, tags_api
 from glue_local.errors import GlueError
 from glue_local.job_names import checked_name, state_name, valid_name
+from pipeline_contract import minio_users, settings
+from pipeline_contract.atomic import write_json
 
 ACTIVE_STATES = ("STARTING", "RUNNING", "STOPPING")
 FINAL_STATES = ("SUCCEEDED", "FAILED", "STOPPED", "TIMEOUT", "ERROR", "EXPIRED")
@@ -365,8 +366,7 @@ def code_places(ctx) -> code_sources.CodePlaces:
 
 def default_code_places() -> code_sources.CodePlaces:
     """The scripts bucket (pipeline lake.scripts_bucket, or CDCLAB_SCRIPTS_BUCKET) and what
-    the other MinIO users may write in it (cdclab.minio_users' policies)."""
-    from cdclab import minio_users, settings
+    the other MinIO users may write in it (pipeline_contract.minio_users' policies)."""
 
     p = settings.load_pipeline()
     bucket = p.lake.scripts_bucket

@@ -32,11 +32,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cdclab import settings
 from glue_local import bookmarks, jobs_api, run_args, run_history, run_setup
 from glue_local.driver import Driver, gateway_of
 from glue_local.driver_state import write_driver_state
 from glue_local.errors import GlueError
+from pipeline_contract import settings
+from pipeline_contract.job_config import catalog_token_conf, local_spark_conf
 
 log = logging.getLogger("glue_local.runner")
 
@@ -408,8 +409,6 @@ class Runner:
                 *modules, self.state_dir / "glue" / "python-modules", work, note))
         conf = run_args.conf_pairs(args.get(run_args.CONF))
         if self.env.get(settings.ENV_PROFILE, settings.PROFILE_LOCAL) != settings.PROFILE_AWS:
-            from cdclab.job_config import catalog_token_conf, local_spark_conf
-
             glue_catalogs = run_args.glue_catalogs(conf)
             if glue_catalogs:
                 lake = settings.load_pipeline().lake.catalog_name

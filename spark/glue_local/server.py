@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from cdclab.services.base import bind_host
 from glue_local import (
     access,
     code_sources,
@@ -40,6 +39,7 @@ from glue_local import (
 )
 from glue_local.errors import GlueError
 from glue_local.runner import Runner
+from pipeline_contract.listen import bind_host
 
 log = logging.getLogger("glue_local.server")
 
@@ -49,8 +49,8 @@ LOOPBACK = "127.0.0.1"
 ENV_GLUE_PORT = "CDCLAB_GLUE_PORT"  # the port when --port is not given
 # cdclab's cap on a request body (Glue documents none; its requests are small JSON)
 MAX_BODY_BYTES = 1024 * 1024
-# The clients the API accepts, `name:access_key:secret_key,...` (cdclab.minio_users format;
-# names are glue_local.access's clients): every request must carry their AWS SigV4
+# The clients the API accepts, `name:access_key:secret_key,...` (pipeline_contract.minio_users
+# format; names are glue_local.access's clients): every request must carry their AWS SigV4
 # signature. Read once at start and removed from the environment, so job runs never see
 # it. Unset: no check, every caller is the administrator (in-process test servers).
 ENV_GLUE_CLIENTS = "CDCLAB_GLUE_API_CLIENTS"

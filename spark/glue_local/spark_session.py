@@ -8,8 +8,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from cdclab import settings
-from cdclab.job_config import aws_spark_conf, catalog_token_conf, local_spark_conf
+from pipeline_contract import settings
+from pipeline_contract.job_config import aws_spark_conf, catalog_token_conf, local_spark_conf
 
 
 def session_conf(

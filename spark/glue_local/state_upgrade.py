@@ -18,10 +18,10 @@ import os
 from pathlib import Path
 from urllib.parse import quote, unquote
 
-from cdclab.atomic import write_json
 from glue_local.bookmarks import BOOKMARKS_DIR
 from glue_local.job_names import legacy_bookmark_stem, state_name
 from glue_local.tags_api import TAGS_DIR
+from pipeline_contract.atomic import write_json
 
 log = logging.getLogger("glue_local.state_upgrade")
 

@@ -20,10 +20,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from cdclab.atomic import write_json
-from cdclab.settings import DEFAULT_REGION, ENV_AWS_REGION, ENV_REGION
 from glue_local.errors import invalid_input, not_found
 from glue_local.job_names import state_name
+from pipeline_contract.atomic import write_json
+from pipeline_contract.settings import DEFAULT_REGION, ENV_AWS_REGION, ENV_REGION
 
 # the account of the local Glue API's ARNs (catalog_api.CATALOG_ID is the same)
 LOCAL_ACCOUNT = "000000000000"

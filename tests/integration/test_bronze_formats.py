@@ -14,13 +14,13 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from cdclab import settings
 from cdclab.drain import current_wal_lsn, wait_for_drain
 from cdclab.reconcile import reconcile
 from cdclab.sample_data import seed
 from cdclab.services.minio import s3_client
 from cdclab.tables_sync import published_specs
 from cdclab.workload import run_workload
+from pipeline_contract import settings
 from tests.resources.pipeline_stack import pipeline_stack
 from tests.resources.stack import CONTAINERS, backend
 

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from cdclab import settings
+from pipeline_contract import settings
 from tests.resources.stack import EMBEDDED, backend
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -18,11 +18,11 @@ import threading
 import psycopg
 import pytest
 
-from cdclab import settings
 from cdclab.drain import current_wal_lsn, wait_for_drain
 from cdclab.reconcile import reconcile, silver_catalog
 from cdclab.sample_data import seed
 from cdclab.workload import run_workload
+from pipeline_contract import settings
 from tests.resources.stack import CONTAINERS, backend
 
 pytestmark = [

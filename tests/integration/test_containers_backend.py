@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from cdclab import settings
+from pipeline_contract import settings
 
 pytestmark = pytest.mark.integration
 

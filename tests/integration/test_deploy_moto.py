@@ -9,13 +9,13 @@ import pytest
 from moto import mock_aws
 
 from cdclab import deploy_cli
-from cdclab.settings import REPO_ROOT, load_pipeline
 from deploy.apply import apply_plan
 from deploy.destroy import destroy_plan
 from deploy.iam import wildcard_violations
 from deploy.lambda_package import build_zip, code_sha256
 from deploy.options import STACK_TAG, DeployError, DeployOptions
 from deploy.plan import LAMBDA_SOURCE, build_plan, destroy_options
+from pipeline_contract.settings import REPO_ROOT, load_pipeline
 from tests.resources.specs import hosts_spec
 
 P = load_pipeline()

@@ -19,7 +19,7 @@ import psycopg
 import pytest
 
 from dms_emitter.dms_csv import CsvFormat
-from dms_emitter.values import RenderOptions
+from pipeline_contract.dms_format.values import RenderOptions
 from tests.resources.emitter import fresh_table
 
 pytestmark = pytest.mark.integration

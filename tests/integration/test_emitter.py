@@ -12,7 +12,6 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from cdclab import settings
 from cdclab.sample_data import seed
 from cdclab.services.base import StackContext
 from cdclab.services.emitter import EmitterService
@@ -20,6 +19,7 @@ from cdclab.workload import run_workload
 from dms_emitter.dms_csv import parse_dms_csv
 from dms_emitter.emitter import Emitter, EmitterConfig
 from dms_emitter.sink import S3Sink, bronze_sink
+from pipeline_contract import settings
 from tests.resources.launch import launch
 from tests.resources.waiting import wait_for as _wait_for
 

@@ -12,7 +12,7 @@ import pytest
 from dms_emitter.dms_csv import CsvFormat, parse_dms_csv
 from dms_emitter.emitter import read_state
 from dms_emitter.sink import LocalDirSink
-from dms_emitter.values import RenderOptions
+from pipeline_contract.dms_format.values import RenderOptions
 from tests.resources.emitter import fresh_table, sql
 
 pytestmark = pytest.mark.integration

@@ -11,11 +11,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dms_emitter import parquet_types as pt
 from dms_emitter.date_partition import DatePartitioning
 from dms_emitter.dms_csv import CsvFormat
 from dms_emitter.parquet_file import arrow_type
-from dms_emitter.values import RenderOptions
+from pipeline_contract.dms_format import parquet_types as pt
+from pipeline_contract.dms_format.values import RenderOptions
 from tests.integration.test_emitter_fidelity import EXPECTED, ROW, TYPES_DDL
 from tests.resources.emitter import fresh_table, sql
 

@@ -9,9 +9,10 @@ from pathlib import Path
 import boto3
 import pytest
 
-from cdclab import credentials, settings
+from cdclab import credentials
 from cdclab.services.base import StackContext
 from cdclab.services.glue_api import GlueApiService, job_definition, job_run_metrics, register_job
+from pipeline_contract import settings
 from tests.resources.launch import launch
 
 pytestmark = [pytest.mark.integration, pytest.mark.launches]  # Glue API services, per backend
@@ -131,8 +132,8 @@ def test_each_client_may_call_what_its_aws_role_may(tmp_path: Path) -> None:
     """A generated stack's Glue API process: the watcher's keys start runs and read them,
     never create a job; the jobs' keys read the catalog, never list jobs; the
     administrator's do everything, a local script path included."""
-    from cdclab import minio_users
-    from cdclab.services.base import ENV_MINIO_USERS
+    from pipeline_contract import minio_users
+    from pipeline_contract.minio_users import ENV_MINIO_USERS
 
     script = tmp_path / "job.py"
     script.write_text(JOB)

@@ -22,8 +22,8 @@ def sdk_driver():
     at launch, so one without them is replaced."""
     from pyspark import SparkContext
 
-    from cdclab import settings
     from glue_local import glue_jvm
+    from pipeline_contract import settings
     from tests.resources.spark import glue_session
 
     jars = ",".join(str(j) for j in [*settings.spark_jars(), glue_jvm.build()])

@@ -30,9 +30,9 @@ def driver():
     SQL extensions, as spark_session.py starts it."""
     from pyspark import SparkContext
 
-    from cdclab import settings
-    from cdclab.job_config import ICEBERG_EXTENSIONS
     from glue_local import glue_jvm
+    from pipeline_contract import settings
+    from pipeline_contract.job_config import ICEBERG_EXTENSIONS
     from tests.resources.spark import glue_session
 
     spark = glue_session()
@@ -352,8 +352,8 @@ def test_the_jobs_role_reaches_declared_buckets_and_no_other(minio, monkeypatch)
 
     from botocore.exceptions import ClientError
 
-    from cdclab import minio_users, settings
     from cdclab.services.minio import MinioService, s3_client
+    from pipeline_contract import minio_users, settings
 
     shipped = settings.load_pipeline()
     mine = dataclasses.replace(shipped, glue_job=dataclasses.replace(

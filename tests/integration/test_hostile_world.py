@@ -24,12 +24,12 @@ from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
-from cdclab import settings as cdclab_settings
 from cdclab.drain import current_wal_lsn, wait_for_drain
 from cdclab.reconcile import reconcile
 from cdclab.sample_data import seed
 from cdclab.workload import run_workload
 from lambda_shim.object_gate import REASON_SUFFIX
+from pipeline_contract import settings as cdclab_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

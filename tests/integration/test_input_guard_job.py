@@ -16,10 +16,10 @@ from pathlib import Path
 import boto3
 import pytest
 
-from cdclab import settings
 from cdclab.services.base import StackContext
 from cdclab.services.glue_api import GlueApiService, job_run_metrics, register_job
 from cdclab.tables_sync import publish
+from pipeline_contract import settings
 from tests.integration.test_job import dms_csv, run_job
 from tests.integration.test_job_bounds import DROP_JOB, STATE_JOB, change
 from tests.resources.launch import launch

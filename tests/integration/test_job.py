@@ -12,11 +12,11 @@ from pathlib import Path
 import boto3
 import pytest
 
-from cdclab import settings
 from cdclab.merge_model import Change, Row, apply_batch, apply_in_order, make_change_seq
 from cdclab.services.base import StackContext
 from cdclab.services.glue_api import GlueApiService, job_run_metrics, register_job
 from cdclab.tables_sync import publish
+from pipeline_contract import settings
 from tests.resources.launch import launch
 from tests.resources.specs import hosts_spec
 

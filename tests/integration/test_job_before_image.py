@@ -13,12 +13,12 @@ from pathlib import Path
 import boto3
 import pytest
 
-from cdclab import settings
 from cdclab.merge_model import Change, apply_batch, apply_in_order
 from cdclab.reconcile import compare, expected_silver
 from cdclab.services.base import StackContext
 from cdclab.services.glue_api import GlueApiService, register_job
 from cdclab.tables_sync import publish
+from pipeline_contract import settings
 from tests.integration.test_job import HEADER, Tables, ch, field, run_job
 from tests.resources.launch import launch
 from tests.resources.specs import hosts_spec

@@ -14,11 +14,11 @@ from pathlib import Path
 import boto3
 import pytest
 
-from cdclab import settings
 from cdclab.merge_model import Change, make_change_seq
 from cdclab.services.base import StackContext
 from cdclab.services.glue_api import GlueApiService, register_job
 from cdclab.tables_sync import publish
+from pipeline_contract import settings
 from tests.integration.test_job import dms_csv, run_job
 from tests.resources.launch import launch
 from tests.resources.specs import hosts_spec

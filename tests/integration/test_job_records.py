@@ -211,11 +211,11 @@ def test_floats_in_dms_exponent_form_cast_to_the_same_values(glue, tmp_path) -> 
     and the job's cast, as the source's float32 / double; anything else is quarantined."""
     import math
 
-    from cdclab.settings import load_pipeline
-    from cdclab.table_specs import SourceTable, build_spec
     from cdclab.tables_sync import layout_of
-    from dms_emitter.source_types import PgType, SourceColumn
-    from dms_emitter.values import float32_of, render_double, render_real
+    from pipeline_contract.dms_format.source_types import PgType, SourceColumn
+    from pipeline_contract.dms_format.values import float32_of, render_double, render_real
+    from pipeline_contract.settings import load_pipeline
+    from pipeline_contract.table_specs import SourceTable, build_spec
 
     reals = ["32.38", "-1.5", "0", "-0", "1e-45", "3.4028235e+38", "NaN", "Infinity",
              "-Infinity", "9.80000019", "NaN"]

@@ -16,13 +16,13 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from cdclab import settings
 from cdclab.drain import current_wal_lsn, wait_for_drain
 from cdclab.reconcile import reconcile
 from cdclab.sample_data import seed
 from cdclab.setup import setup_lake
 from cdclab.tables_sync import published_specs
 from cdclab.workload import run_workload
+from pipeline_contract import settings
 from tests.resources.pipeline_stack import pipeline_stack
 from tests.resources.stack import CONTAINERS, backend
 from tests.resources.waiting import wait_for

@@ -1,5 +1,5 @@
 """Least privilege on the real MinIO: each service's user reaches its own buckets and
-prefixes only (cdclab.minio_users), and setting them up again changes nothing."""
+prefixes only (pipeline_contract.minio_users), and setting them up again changes nothing."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import uuid
 import pytest
 from botocore.exceptions import ClientError
 
-from cdclab import minio_users, settings
 from cdclab.services.minio import s3_client
+from pipeline_contract import minio_users, settings
 
 pytestmark = pytest.mark.integration
 

@@ -14,10 +14,10 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from cdclab import settings
 from cdclab.drain import current_wal_lsn, wait_for_drain
 from cdclab.sample_data import seed
 from cdclab.workload import run_workload
+from pipeline_contract import settings
 
 pytestmark = [
     pytest.mark.integration, pytest.mark.slow,

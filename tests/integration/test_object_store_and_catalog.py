@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from cdclab import settings
+from pipeline_contract import settings
 
 pytestmark = pytest.mark.integration
 

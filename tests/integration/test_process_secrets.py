@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from cdclab import minio_users, settings
 from cdclab.services.base import ENV_JUPYTER_TOKEN, ENV_PG_PASSWORD
+from pipeline_contract import minio_users, settings
 from tests.resources.stack import CONTAINERS
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from cdclab import settings
+from pipeline_contract import settings
 from tests.resources.stack import CONTAINERS, backend
 
 SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "dms_real_samples"

@@ -17,13 +17,13 @@ import sys
 import psycopg
 import pytest
 
-from cdclab import settings
 from cdclab.drain import current_wal_lsn, wait_for_drain
 from cdclab.reconcile import reconcile, silver_catalog
 from cdclab.sample_data import seed
 from cdclab.services.base import ServiceError
 from cdclab.services.minio import s3_client
 from cdclab.workload import run_workload
+from pipeline_contract import settings
 from tests.resources.stack import EMBEDDED, backend
 
 pytestmark = [

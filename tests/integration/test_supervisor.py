@@ -17,10 +17,10 @@ from contextlib import contextmanager
 
 import pytest
 
-from cdclab import settings
 from cdclab.restart_policy import RestartPolicy
 from cdclab.services.base import pid_alive
 from cdclab.supervisor import KEEPER, Stack
+from pipeline_contract import settings
 from tests.resources.stack import EMBEDDED, backend
 from tests.resources.stack_dirs import temp_state_dir
 from tests.resources.waiting import wait_for

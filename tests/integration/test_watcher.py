@@ -13,10 +13,10 @@ from pathlib import Path
 import boto3
 import pytest
 
-from cdclab import settings
 from cdclab.services.base import StackContext
 from cdclab.services.glue_api import GlueApiService
 from cdclab.services.watcher import WATCHER_STATE, WatcherService
+from pipeline_contract import settings
 from tests.resources.launch import launch
 from tests.resources.waiting import wait_for as _wait_for
 

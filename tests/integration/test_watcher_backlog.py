@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from cdclab import settings
 from cdclab.services.base import StackContext
 from cdclab.services.glue_api import GlueApiService
 from cdclab.services.watcher import WatcherService
+from pipeline_contract import settings
 from tests.integration.test_watcher import (
     glue_with_job,
     read_state,
@@ -41,7 +41,7 @@ def glue_ctx(empty_bronze, tmp_path: Path):
 CAPPED_JOB = """
 import json, os, pathlib, sys
 import boto3
-from cdclab import settings
+from pipeline_contract import settings
 counter = pathlib.Path(sys.argv[0]).with_suffix(".runs")
 n = int(counter.read_text()) + 1 if counter.exists() else 1
 counter.write_text(str(n))

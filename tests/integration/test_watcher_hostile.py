@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from cdclab import settings
 from cdclab.services.base import StackContext
 from cdclab.services.glue_api import GlueApiService
 from cdclab.services.watcher import WatcherService
+from pipeline_contract import settings
 from tests.integration.test_watcher import JOB, glue_with_job, read_state, runs, wait_for
 from tests.resources.launch import launch
 

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from cdclab import settings
 from cdclab.runtime import PUBLISHED, ComposeRuntime
 from cdclab.services.base import free_port
+from pipeline_contract import settings
 from tests.resources.stack import CONTAINERS, StackHandle
 
 COMPOSE_FILE = "docker-compose.yml"

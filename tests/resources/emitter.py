@@ -17,12 +17,12 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from cdclab import settings
 from dms_emitter.dms_csv import parse_dms_csv
 from dms_emitter.emitter import Emitter, EmitterConfig
 from dms_emitter.replication import inserts_publication
 from dms_emitter.sink import LocalDirSink
-from dms_emitter.table_mappings import TableMappings, default_mappings
+from pipeline_contract import settings
+from pipeline_contract.dms_format.table_mappings import TableMappings, default_mappings
 from tests.resources.waiting import wait_for as _wait_for
 
 wait_for = partial(_wait_for, every=0.3)  # this module's polling period

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from cdclab import settings
 from cdclab.services.base import StackContext
 from cdclab.services.iceberg_rest import IcebergRestService
+from pipeline_contract import settings
 from tests.resources.launch import launch
 from tests.resources.specs import hosts_spec
 from tests.resources.stack_dirs import temp_state_dir
@@ -28,7 +28,7 @@ def iceberg_rest(minio: dict) -> Iterator[dict]:
             current[0] = launch(IcebergRestService(), ctx)
 
         try:
-            # env holds every key cdclab.job_config.local_spark_conf needs
+            # env holds every key pipeline_contract.job_config.local_spark_conf needs
             yield {
                 "uri": ctx.env[settings.ENV_CATALOG_URI],
                 "env": dict(ctx.env),

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from cdclab import credentials, settings
+from cdclab import credentials
 from cdclab.services.base import (
     RunningService,
     Service,
@@ -27,6 +27,7 @@ from cdclab.services.base import (
     start_service,
 )
 from cdclab.supervisor import port_env_key
+from pipeline_contract import settings
 from tests.resources.stack import CONTAINERS, backend
 
 IMAGE = os.environ.get("CDCLAB_TEST_IMAGE", "cdclab/runtime:0.1.0")

@@ -6,9 +6,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from cdclab import credentials, settings
+from cdclab import credentials
 from cdclab.services.base import StackContext
 from cdclab.services.minio import MinioService, s3_client
+from pipeline_contract import settings
 from tests.resources.launch import launch
 from tests.resources.stack_dirs import temp_state_dir
 

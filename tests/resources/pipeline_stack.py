@@ -9,9 +9,9 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from cdclab import settings
 from cdclab.setup import setup_lake
 from cdclab.supervisor import INFRA, PIPELINE, Stack
+from pipeline_contract import settings
 from tests.resources.stack_dirs import temp_state_dir
 
 

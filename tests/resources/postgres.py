@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cdclab import settings
 from cdclab.services.base import StackContext
 from cdclab.services.postgres import PostgresService
+from pipeline_contract import settings
 from tests.resources.launch import launch
 from tests.resources.stack_dirs import temp_state_dir
 

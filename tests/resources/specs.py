@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cdclab import settings
-from cdclab.table_specs import SourceTable, build_spec, tables_document
 from cdclab.tables_sync import layout_of, overrides_for, source_table
-from dms_emitter.source_types import PgType, SourceColumn
-from dms_emitter.table_mappings import TableMappings, default_mappings
+from pipeline_contract import settings
+from pipeline_contract.dms_format.source_types import PgType, SourceColumn
+from pipeline_contract.dms_format.table_mappings import TableMappings, default_mappings
+from pipeline_contract.table_specs import SourceTable, build_spec, tables_document
 
 HOSTS_COLUMNS = (("id", "int4"), ("url", "text"), ("name", "text"), ("since", "date"),
                  ("location", "text"), ("response_time", "text"), ("response_rate", "text"))

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from cdclab import settings
 from cdclab.services.base import pid_alive
 from cdclab.supervisor import INFRA, PIPELINE, Stack
+from pipeline_contract import settings
 from tests.resources.stack_dirs import temp_state_dir
 
 EMBEDDED = "embedded"

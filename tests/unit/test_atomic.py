@@ -8,8 +8,8 @@ import stat
 
 import pytest
 
-from cdclab import atomic
-from cdclab.atomic import write_json
+from pipeline_contract import atomic
+from pipeline_contract.atomic import write_json
 
 
 def test_write_json_fsyncs_the_file_then_the_folder(tmp_path, monkeypatch) -> None:

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dms_emitter import parquet_types as pt
 from dms_emitter import pgoutput as pg
 from dms_emitter.changes import PK_UPDATE_AS_DELETE_INSERT, ChangeBuilder, TableSpec
 from dms_emitter.dms_csv import CsvFormat, parse_dms_csv
-from dms_emitter.source_types import PgType, SourceColumn
-from dms_emitter.table_mappings import (
+from pipeline_contract.dms_format import parquet_types as pt
+from pipeline_contract.dms_format.source_types import PgType, SourceColumn
+from pipeline_contract.dms_format.table_mappings import (
     BeforeImage,
     MappingError,
     TableMappings,
@@ -120,9 +120,9 @@ def test_the_default_mappings_add_the_keys_before_image() -> None:
 def test_the_emitter_follows_the_before_image_setting(on: bool, tmp_path, monkeypatch) -> None:
     """[dms] before_image_columns decides the emitter's default mappings, as it decides
     the task's (deploy) and the bronze specs' (tables_sync)."""
-    from cdclab import settings
     from cdclab.tables_sync import table_mappings
     from dms_emitter.emitter import EmitterConfig
+    from pipeline_contract import settings
 
     text = settings.PIPELINE_FILE.read_text()
     assert "before_image_columns = true" in text

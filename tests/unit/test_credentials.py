@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from psycopg.conninfo import conninfo_to_dict
 
-from cdclab import credentials, settings
+from cdclab import credentials
+from pipeline_contract import settings
 
 text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
                min_size=1, max_size=30)

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cdclab.settings import load_pipeline
 from deploy.iam import wildcard_violations
 from deploy.options import DeployOptions
 from deploy.plan import build_plan
+from pipeline_contract.settings import load_pipeline
 
 P = load_pipeline()
 

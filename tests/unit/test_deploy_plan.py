@@ -14,13 +14,13 @@ import botocore.session
 import pytest
 
 from cdclab import deploy_cli
-from cdclab.job_config import glue_default_arguments
-from cdclab.settings import load_pipeline
-from cdclab.table_specs import bronze_table_input, for_lake
 from deploy.lambda_package import build_zip, code_sha256
 from deploy.options import ACCOUNT_PLACEHOLDER, DeployError, DeployOptions
 from deploy.plan import LAMBDA_SOURCE, aws_pipeline, build_plan
 from lambda_shim import object_gate
+from pipeline_contract.job_config import glue_default_arguments
+from pipeline_contract.settings import load_pipeline
+from pipeline_contract.table_specs import bronze_table_input, for_lake
 from tests.resources.specs import hosts_spec
 
 P = load_pipeline()

@@ -7,7 +7,7 @@ import os
 import subprocess
 import time
 
-from cdclab import settings
+from pipeline_contract import settings
 
 DETACH = settings.REPO_ROOT / "scripts" / "detach.sh"
 

@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cdclab import settings
 from dms_emitter.change_seq import change_seq
 from dms_emitter.dms_csv import (
     CsvFormat,
@@ -24,6 +23,7 @@ from dms_emitter.dms_csv import (
     parse_dms_csv,
     parse_ts,
 )
+from pipeline_contract import settings
 
 COLUMNS = ["id", "url", "name", "since", "location", "response_time", "response_rate"]
 FMT = CsvFormat.from_settings(settings.load_pipeline().dms)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import botocore.exceptions as bx
 import pytest
 
-from cdclab import drain, settings
+from cdclab import drain
+from pipeline_contract import settings
 
 
 def test_a_restarting_service_is_asked_again_until_it_answers(monkeypatch) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cdclab import settings
 from dms_emitter.emitter import Emitter, EmitterConfig, read_state
 from dms_emitter.sink import LocalDirSink
+from pipeline_contract import settings
 
 
 def emitter(tmp_path: Path, state: dict) -> Emitter:

@@ -354,8 +354,8 @@ def test_a_page_header_that_lies_is_refused_before_the_page_is_read(body, words)
 
 
 def real_parquet() -> bytes:
-    from dms_emitter import parquet_types as pt
     from dms_emitter.parquet_file import write_file
+    from pipeline_contract.dms_format import parquet_types as pt
     out = io.BytesIO()
     write_file(out, ["Op", "id", "name"],
                [pt.STRING_COLUMN, pt.ColumnType(pt.INT32), pt.STRING_COLUMN],

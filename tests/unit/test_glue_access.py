@@ -17,11 +17,11 @@ from botocore import UNSIGNED, xform_name
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from cdclab.settings import load_pipeline
 from deploy.options import DeployOptions
 from deploy.plan import build_plan
 from glue_local import access
 from glue_local.server import ENV_GLUE_CLIENTS, operations, running_server
+from pipeline_contract.settings import load_pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = {access.ADMIN: ("AKIDADMIN", "admin-secret"), access.WATCHER: ("AKIDWATCH", "w-secret"),

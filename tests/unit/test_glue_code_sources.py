@@ -9,10 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cdclab.services.glue_api import job_definition
-from cdclab.settings import load_pipeline
 from glue_local import access, code_sources, jobs_api, run_args
 from glue_local.errors import GlueError
 from glue_local.server import ENV_GLUE_CLIENTS, running_server
+from pipeline_contract.settings import load_pipeline
 
 P = load_pipeline()
 SCRIPTS = P.lake.scripts_bucket
@@ -30,7 +30,7 @@ def refused(fn, *args, **kwargs) -> str:
 
 
 def test_what_other_clients_may_write_in_the_scripts_bucket_is_known():
-    """From cdclab.minio_users' policies: the jobs' temp dir and the backlog markers."""
+    """From pipeline_contract.minio_users' policies: the jobs' temp dir and the backlog markers."""
     assert PLACES.scripts_bucket == SCRIPTS
     assert f"arn:aws:s3:::{SCRIPTS}/temp/*" in PLACES.others_write
     assert any(p.endswith("*.backlog") for p in PLACES.others_write)

@@ -10,13 +10,13 @@ from types import SimpleNamespace
 import pytest
 from awsglue.utils import GlueArgumentError, getResolvedOptions
 
-from cdclab import settings
-from cdclab.catalog_tables import database_input
-from cdclab.table_specs import bronze_table_input
 from glue_local import bookmarks
 from glue_local.catalog_api import OPERATIONS
 from glue_local.errors import GlueError
 from glue_local.runner import script_argv
+from pipeline_contract import settings
+from pipeline_contract.catalog_tables import database_input
+from pipeline_contract.table_specs import bronze_table_input
 from tests.resources.specs import hosts_spec
 
 JOBS = sorted((settings.REPO_ROOT / "jobs").glob("*.py"))

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cdclab import job_config
-from cdclab.settings import GlueJobSettings, MaintenanceSettings, load_pipeline
+from pipeline_contract import job_config
+from pipeline_contract.settings import GlueJobSettings, MaintenanceSettings, load_pipeline
 
 SCRIPT = Path(__file__).resolve().parents[2] / "jobs" / "bronze_to_silver.py"
 _spec = importlib.util.spec_from_file_location("bronze_to_silver_bounds", SCRIPT)

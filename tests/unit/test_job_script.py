@@ -11,8 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cdclab.merge_model import Change, clean_row, make_change_seq, old_key_deletes
-from cdclab.settings import load_pipeline
-from cdclab.table_specs import (
+from cdclab.tables_sync import layout_of
+from pipeline_contract.dms_format.source_types import PgType, SourceColumn
+from pipeline_contract.settings import load_pipeline
+from pipeline_contract.table_specs import (
     INTERNAL_PREFIX,
     ROLE_BEFORE_IMAGE,
     ROLE_CHANGE_SEQ,
@@ -23,8 +25,6 @@ from cdclab.table_specs import (
     before_image_keys,
     build_spec,
 )
-from cdclab.tables_sync import layout_of
-from dms_emitter.source_types import PgType, SourceColumn
 from tests.resources.specs import hosts_source, hosts_spec
 
 SCRIPT = Path(__file__).resolve().parents[2] / "jobs" / "bronze_to_silver.py"

@@ -8,7 +8,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from cdclab import settings
 from cdclab.cli import build_parser
 from cdclab.lab import (
     CDC_KIND,
@@ -21,6 +20,7 @@ from cdclab.lab import (
     stack_env,
 )
 from cdclab.notebook import browse_url, endpoints, jupyter_command
+from pipeline_contract import settings
 
 FULL = {
     settings.ENV_PG_DSN: "postgresql://u:p@127.0.0.1:5433/airbnb_db",

@@ -138,8 +138,8 @@ def test_limits_from_the_environment_are_checked(aws, monkeypatch) -> None:
 
 
 def test_the_pipelines_default_limits_are_the_gates_defaults(monkeypatch) -> None:
-    from cdclab import settings
     from lambda_shim.object_gate import Limits
+    from pipeline_contract import settings
 
     for name, value in gate_limits(settings.load_pipeline().dms).items():
         monkeypatch.setenv(name, str(value))

@@ -10,11 +10,12 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cdclab import credentials, minio_users, settings
+from cdclab import credentials
 from cdclab.services.base import ProcessSpec, Service, StackContext, start_process
 from cdclab.services.emitter import EmitterService
 from cdclab.services.glue_api import GlueApiService
 from cdclab.services.watcher import WatcherService
+from pipeline_contract import minio_users, settings
 
 P = settings.load_pipeline()
 STACK_BUCKETS = {P.lake.bronze_bucket, P.lake.silver_bucket, P.lake.scripts_bucket}

@@ -139,8 +139,8 @@ def test_hidden_names_are_skipped_like_the_reader_skips_them() -> None:
 def parquet_file(rows: int = 30, group: int = 10) -> bytes:
     import io
 
-    from dms_emitter import parquet_types as pt
     from dms_emitter.parquet_file import write_file
+    from pipeline_contract.dms_format import parquet_types as pt
     out = io.BytesIO()
     write_file(out, ["Op", "id", "name"],
                [pt.STRING_COLUMN, pt.ColumnType(pt.INT32), pt.STRING_COLUMN],

@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dms_emitter import parquet_types as pt
 from dms_emitter.changes import one_table
 from dms_emitter.dms_csv import CsvFormat
 from dms_emitter.parquet_file import parse_rows, write_file
-from dms_emitter.source_types import VARHDRSZ, PgType
-from dms_emitter.values import RenderOptions, render_timestamp
+from pipeline_contract.dms_format import parquet_types as pt
+from pipeline_contract.dms_format.source_types import VARHDRSZ, PgType
+from pipeline_contract.dms_format.values import RenderOptions, render_timestamp
 
 EPOCH = date(1970, 1, 1)
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from dms_emitter import pgoutput as pg
 from dms_emitter.changes import ChangeBuilder, one_table
 from dms_emitter.dms_csv import parse_dms_csv
+from pipeline_contract.dms_format.values import text_of
 
 # --- a tiny pure encoder, written from the protocol docs --------------------------------
 
@@ -204,6 +205,6 @@ def test_a_big_text_value_stays_encoded_until_the_builder_cuts_it() -> None:
     wire = encode(pg.Insert(7, ("1", big, "a", None, None, None, None)))
     msg = pg.decode(pg.decode_copy_data(b"w" + struct.pack(">QQq", 1, 2, 3) + wire).payload)
     assert isinstance(msg, pg.Insert) and isinstance(msg.new[1], memoryview)
-    assert pg.text_of(msg.new[1], 5) == "xxxxx" and pg.text_of(msg.new[1]) == big
+    assert text_of(msg.new[1], 5) == "xxxxx" and text_of(msg.new[1]) == big
     rows = rows_of(builder(), msg)
     assert rows[0]["url"] == "x" * (32 * 1024)  # text is a LOB: cut at LobMaxSize

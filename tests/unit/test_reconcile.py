@@ -135,10 +135,10 @@ def test_with_dms_unquoted_empties_a_source_empty_string_is_expected_as_null(
 
 def test_a_key_that_reads_as_null_is_expected_in_quarantine_not_in_silver() -> None:
     from cdclab.reconcile import expected_rows
-    from cdclab.settings import load_pipeline
-    from cdclab.table_specs import SourceTable, build_spec
     from cdclab.tables_sync import layout_of
-    from dms_emitter.source_types import PgType, SourceColumn
+    from pipeline_contract.dms_format.source_types import PgType, SourceColumn
+    from pipeline_contract.settings import load_pipeline
+    from pipeline_contract.table_specs import SourceTable, build_spec
 
     columns = [SourceColumn("code", PgType("text"), True), SourceColumn("v", PgType("int4"))]
     spec = build_spec(SourceTable("public", "t", "public/t", columns, ["code", "v"],
@@ -172,8 +172,8 @@ def test_pyiceberg_is_quiet_only_about_files_already_gone(caplog) -> None:
 
     from pyiceberg.catalog import delete_files
 
-    from cdclab import settings
     from cdclab.reconcile import silver_catalog
+    from pipeline_contract import settings
 
     class Io:
         def __init__(self, exc: OSError) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from cdclab import settings
 from cdclab.resync import archive_key, plan
 from cdclab.services.base import ServiceError
+from pipeline_contract import settings
 
 P = settings.load_pipeline()
 JOB_TABLE = f"{P.source.schema}.{P.source.table}"

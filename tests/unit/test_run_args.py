@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cdclab.job_config import conf_argument
 from glue_local import run_args
+from pipeline_contract.job_config import conf_argument
 
 keys = st.from_regex(r"spark\.[a-z]{1,8}(\.[a-zA-Z0-9-]{1,8}){0,3}", fullmatch=True)
 values = st.text(st.characters(blacklist_characters="\n\r", blacklist_categories=("Cs",)),
@@ -81,7 +81,7 @@ def test_python_modules_and_their_cache_key():
 
 
 def test_the_catalog_token_goes_to_each_catalog_named():
-    from cdclab.job_config import catalog_token_conf
+    from pipeline_contract.job_config import catalog_token_conf
 
     env = {"CDCLAB_CATALOG_TOKEN": "t"}
     assert catalog_token_conf(env, ["a", "b"]) == {"spark.sql.catalog.a.token": "t",

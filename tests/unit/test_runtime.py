@@ -7,8 +7,9 @@ import json
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-from cdclab import runtime, settings
+from cdclab import runtime
 from cdclab.services.base import ServiceError
+from pipeline_contract import settings
 
 
 def test_host_endpoints_use_the_published_loopback_ports() -> None:

@@ -16,8 +16,9 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from cdclab import deploy_cli, settings
-from cdclab.settings import (
+from cdclab import deploy_cli
+from pipeline_contract import settings
+from pipeline_contract.settings import (
     PIPELINE_FILE,
     SECTIONS,
     DmsSettings,
@@ -25,8 +26,8 @@ from cdclab.settings import (
     load_pipeline,
     parse_pipeline,
 )
-from cdclab.settings_check import SettingsError, show
-from cdclab.table_overrides import DERIVE_RULES, NAME_RULES, TableOverrides
+from pipeline_contract.settings_check import SettingsError, show
+from pipeline_contract.table_overrides import DERIVE_RULES, NAME_RULES, TableOverrides
 
 SHIPPED = tomllib.loads(PIPELINE_FILE.read_text())
 WHERE = "my/pipeline.toml"
@@ -265,16 +266,9 @@ def test_bad_table_entries() -> None:
 # --- the boxes accept what the settings accept -----------------------------------------
 def test_the_value_lists_agree_with_the_boxes_that_apply_them() -> None:
     from deploy.options import WORKER_TYPES
-    from dms_emitter import (
-        change_seq,
-        changes,
-        date_partition,
-        emitter,
-        parquet_types,
-        replication,
-        values,
-    )
+    from dms_emitter import change_seq, changes, date_partition, emitter, replication
     from glue_local import bookmarks, jobs_api
+    from pipeline_contract.dms_format import parquet_types, values
 
     assert settings.MIGRATION_TYPES == emitter.MIGRATION_TYPES
     assert settings.CHANGE_SEQ_LAYOUTS == change_seq.LAYOUTS
@@ -311,7 +305,7 @@ def test_what_the_settings_accept_the_emitter_applies(changes: dict[str, Any]) -
     from dms_emitter.date_partition import DatePartitioning
     from dms_emitter.dms_csv import CsvFormat
     from dms_emitter.replication import session_options
-    from dms_emitter.values import RenderOptions
+    from pipeline_contract.dms_format.values import RenderOptions
 
     raw = copy.deepcopy(SHIPPED)
     raw["dms"].update({k: v for k, v in changes.items() if v is not None})

@@ -9,14 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cdclab.settings_check import SettingsError
-from dms_emitter.table_mappings import (
+from pipeline_contract.dms_format.table_mappings import (
     MappingError,
     TableMappings,
     default_mappings,
     folder_conflicts,
     read_document,
 )
+from pipeline_contract.settings_check import SettingsError
 
 
 def select(schema: str, table: str, action: str = "include", rule_id: str = "1") -> dict:

@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclab.settings import load_pipeline
-from cdclab.table_names import NameCollision, check_names, collisions
-from cdclab.table_specs import SourceTable, SpecError, build_spec
 from cdclab.tables_sync import build_specs, layout_of, overrides_for
-from dms_emitter.source_types import PgType, SourceColumn
-from dms_emitter.table_mappings import TableMappings
+from pipeline_contract.dms_format.source_types import PgType, SourceColumn
+from pipeline_contract.dms_format.table_mappings import TableMappings
+from pipeline_contract.settings import load_pipeline
+from pipeline_contract.table_names import NameCollision, check_names, collisions
+from pipeline_contract.table_specs import SourceTable, SpecError, build_spec
 
 BASE = dataclasses.replace(load_pipeline(), tables={})
 SUGGESTION = re.compile(r'\[tables\."([^"]+)"\] (\w+) = "([^"]+)"')

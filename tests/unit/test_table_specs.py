@@ -9,9 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cdclab.settings import load_pipeline
-from cdclab.settings_check import SettingsError
-from cdclab.table_specs import (
+from cdclab.tables_sync import build_specs, layout_of
+from pipeline_contract.dms_format.source_types import PgType, SourceColumn
+from pipeline_contract.settings import load_pipeline
+from pipeline_contract.settings_check import SettingsError
+from pipeline_contract.table_specs import (
     Layout,
     SourceTable,
     SpecError,
@@ -22,8 +24,6 @@ from cdclab.table_specs import (
     glue_name,
     spark_type,
 )
-from cdclab.tables_sync import build_specs, layout_of
-from dms_emitter.source_types import PgType, SourceColumn
 from tests.resources.specs import hosts_source, hosts_spec
 
 LAYOUT = Layout("bronze", "dms/db", "lake", "cat")
@@ -276,8 +276,8 @@ def test_the_bronze_catalog_reads_the_emitters_header_with_before_images(
     each before image typed like its column; the job can tell a key change exactly when
     every key column has one; silver does not change."""
     from cdclab.tables_sync import source_table
-    from dms_emitter.table_mappings import TableMappings, default_mappings
-    from dms_emitter.values import is_lob
+    from pipeline_contract.dms_format.table_mappings import TableMappings, default_mappings
+    from pipeline_contract.dms_format.values import is_lob
 
     columns, key, definition = case
     doc = default_mappings("sales", "t", "change_seq", before_image=True)

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from cdclab import settings
 from cdclab.user_jobs import (
     JobArgumentError,
     job_name_for,
@@ -14,6 +13,7 @@ from cdclab.user_jobs import (
     script_key,
     user_job_definition,
 )
+from pipeline_contract import settings
 
 
 def test_names_and_arguments():

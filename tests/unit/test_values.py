@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dms_emitter.source_types import BUILTIN, PgType, SourceColumn, builtin
-from dms_emitter.values import (
+from pipeline_contract.dms_format.source_types import BUILTIN, PgType, SourceColumn, builtin
+from pipeline_contract.dms_format.values import (
     RenderError,
     RenderOptions,
     RowRenderer,

@@ -1,6 +1,6 @@
 """Pure: no two tables the job merges share a name where their data lives.
 
-Each table spec (cdclab.table_specs) claims names in four namespaces; two claims of one
+Each table spec (pipeline_contract.table_specs) claims names in four namespaces; two claims of one
 name merge two tables' rows (or lose one's bookmark), so the names are checked, never
 merged:
 
@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cdclab.table_specs import SpecError
+from pipeline_contract.table_specs import SpecError
 
 FOLDER, CATALOG, BOOKMARK, SOURCE = "bronze folder", "catalog table", "bookmark key", "source"
 # role -> (namespace, the [tables."schema.table"] key that renames it, its default suffix)

@@ -19,14 +19,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdclab.table_overrides import (  # noqa: F401 - the specs' overrides, re-exported
+from pipeline_contract.dms_format.parquet_types import TIME32, column_type
+from pipeline_contract.dms_format.source_types import PgType, SourceColumn
+from pipeline_contract.dms_format.values import RenderOptions
+from pipeline_contract.table_overrides import (  # noqa: F401 - the specs' overrides, re-exported
     DEFAULT_SPLIT_PATTERN,
     TRANSFORM_SPLIT,
     TRANSFORMS,
     Derived,
     TableOverrides,
 )
-from dms_emitter.source_types import PgType, SourceColumn
 
 SPEC_VERSION = 1
 ROLE_OP, ROLE_TIMESTAMP, ROLE_CHANGE_SEQ, ROLE_DATA = "op", "timestamp", "change_seq", "data"
@@ -37,7 +39,7 @@ DECIMAL_MAX_PRECISION = 38  # Spark's (and Iceberg's) widest decimal
 UNBOUNDED_NUMERIC = "decimal(28,6)"  # DMS writes unbounded NUMERIC as NUMERIC(28,6)
 MONEY = "decimal(38,4)"  # DMS: MONEY -> NUMERIC(38,4)
 FORMAT_CSV, FORMAT_PARQUET = "csv", "parquet"
-# Parquet kinds (dms_emitter.parquet_types) as catalog (Hive) types; decimal(p,s) as is
+# Parquet kinds (dms_format.parquet_types) as catalog (Hive) types; decimal(p,s) as is
 PARQUET_HIVE_TYPES = {"string": "string", "binary": "binary", "bool": "boolean",
                       "int16": "smallint", "int32": "int", "int64": "bigint",
                       "float": "float", "double": "double", "date32": "date",
@@ -199,11 +201,8 @@ def build_spec(source: SourceTable, layout: Layout,
 
 
 def _parquet_column(where: str, column: SourceColumn, layout: Layout) -> dict[str, Any]:
-    """How a column is in DMS's Parquet files (dms_emitter.parquet_types) and read back:
+    """How a column is in DMS's Parquet files (dms_format.parquet_types) and read back:
     `parquet_type`, the catalog's `hive_type`, and the silver type (bytea as binary)."""
-    from dms_emitter.parquet_types import TIME32, column_type
-    from dms_emitter.values import RenderOptions
-
     kind = column_type(column.type, RenderOptions(
         map_unbounded_numeric_as_string=layout.map_unbounded_numeric_as_string,
         map_boolean_as_boolean=layout.map_boolean_as_boolean))

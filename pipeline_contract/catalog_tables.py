@@ -1,9 +1,9 @@
 """Glue Data Catalog inputs shared by local setup and the AWS deployer (the bronze
-tables' inputs are per table: cdclab.table_specs.bronze_table_input)."""
+tables' inputs are per table: pipeline_contract.table_specs.bronze_table_input)."""
 
 from __future__ import annotations
 
-from cdclab.settings import PipelineSettings, load_pipeline
+from pipeline_contract.settings import PipelineSettings, load_pipeline
 
 
 def database_input(p: PipelineSettings | None = None) -> dict:

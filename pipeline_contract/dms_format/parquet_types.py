@@ -4,9 +4,10 @@ the CSV path writes.
 Two documented tables compose: PostgreSQL type -> DMS type ("Source data types for
 PostgreSQL", CHAP_Source.PostgreSQL) and DMS type -> Parquet type ("Target data types
 for S3 Parquet", CHAP_Target.S3). Values start from the renderer's output
-(dms_emitter/values.py), so full load and CDC, CSV and Parquet agree on every rule the
-renderer applies (NUMERIC(28,6), MONEY, TrimSpaceInChar, timestamptz's zone, timetz to
-UTC, LOB truncation, interval style). No pyarrow here: the writer maps kinds to Arrow.
+(pipeline_contract/dms_format/values.py), so full load and CDC, CSV and Parquet agree on
+every rule the renderer applies (NUMERIC(28,6), MONEY, TrimSpaceInChar, timestamptz's
+zone, timetz to UTC, LOB truncation, interval style). No pyarrow here: the writer maps
+kinds to Arrow.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation, localcontext
 
-from dms_emitter.source_types import PgType
-from dms_emitter.values import (
+from pipeline_contract.dms_format.source_types import PgType
+from pipeline_contract.dms_format.values import (
     BYTEA_BASE64,
     BYTEA_HEX,
     MONEY_SCALE,

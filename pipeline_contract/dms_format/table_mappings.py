@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cdclab.settings_check import MISSING, UNSHOWN, SettingsError
-from dms_emitter.source_types import SourceColumn
-from dms_emitter.values import is_lob
+from pipeline_contract.dms_format.source_types import SourceColumn
+from pipeline_contract.dms_format.values import is_lob
+from pipeline_contract.settings_check import MISSING, UNSHOWN, SettingsError
 
 CHANGE_SEQ_EXPRESSION = "$AR_H_CHANGE_SEQ"
 # add-column expressions the emitter evaluates; the metadata names are DMS's

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from cdclab.settings import (
+from pipeline_contract.settings import (
     DEFAULT_REGION,
     ENV_CATALOG_TOKEN,
     ENV_CATALOG_URI,

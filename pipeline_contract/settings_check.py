@@ -1,11 +1,12 @@
 """Pure: how a setting is checked, and the one error a bad setting gives.
 
-Each section of pipeline.toml is a frozen dataclass (cdclab.settings) with a `RULES`
+Each section of pipeline.toml is a frozen dataclass (pipeline_contract.settings) with a `RULES`
 table: for every key, what it allows. The check runs when the file is loaded, so every
 command that reads the settings (the lab, the emitter, `cdclab deploy`) refuses the same
 values with the same error: a SettingsError naming the file, the key, the value and what
 is allowed. The DMS
-table-mapping JSON raises a subclass of it (dms_emitter.table_mappings.MappingError).
+table-mapping JSON raises a subclass of it
+(pipeline_contract.dms_format.table_mappings.MappingError).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cdclab.settings_check import (
+from pipeline_contract.settings_check import (
     GLUE_NAME,
     MISSING,
     UNSHOWN,

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from cdclab.settings_check import (
+from pipeline_contract.dms_format.table_mappings import read_document
+from pipeline_contract.settings_check import (
     GLUE_NAME,
     KEY_SEGMENTS,
     S3_PREFIX,
@@ -33,8 +34,7 @@ from cdclab.settings_check import (
     text,
     whole,
 )
-from cdclab.table_overrides import TableOverrides
-from dms_emitter.table_mappings import read_document
+from pipeline_contract.table_overrides import TableOverrides
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -63,7 +63,8 @@ ENV_JARS_DIR = "CDCLAB_JARS_DIR"  # where bootstrap put the resolved jars
 ENV_BATCH_INTERVAL = "CDCLAB_BATCH_INTERVAL_SECONDS"  # overrides dms.cdc_max_batch_interval
 ENV_BATCH_SIZE_KB = "CDCLAB_BATCH_SIZE_KB"  # overrides dms.cdc_min_file_size_kb
 ENV_WATCH_INTERVAL = "CDCLAB_WATCH_INTERVAL_SECONDS"  # watcher listing period
-ENV_PIPELINE_FILE = "CDCLAB_PIPELINE_FILE"  # another pipeline.toml (default cdclab/pipeline.toml)
+# another pipeline.toml (default pipeline_contract/pipeline.toml)
+ENV_PIPELINE_FILE = "CDCLAB_PIPELINE_FILE"
 # The watcher rewrites its state file at least every full re-list (30 s): older than
 # this, it is not listing (hung, or S3 unreachable). scripts/container-health.sh agrees.
 WATCHER_STALE_SECONDS = 90
@@ -138,8 +139,8 @@ def iceberg_rest_jar() -> Path:
     return jars_dir() / f"iceberg-open-api-{versions()['ICEBERG_REST_VERSION']}.jar"
 
 
-# --- the pipeline description (cdclab/pipeline.toml) --------------------------------
-# What each key allows (cdclab.settings_check checks it when a section is built). The
+# --- the pipeline description (pipeline_contract/pipeline.toml) --------------------------------
+# What each key allows (pipeline_contract.settings_check checks it when a section is built). The
 # value lists are the contract; the boxes that apply them keep the same lists
 # (tests/unit/test_settings.py checks that they agree).
 MIGRATION_TYPES = ("full-load-and-cdc", "full-load", "cdc")
@@ -454,7 +455,7 @@ class MaintenanceSettings(Section):
 SECTIONS: dict[str, type[Section]] = {
     "source": SourceSettings, "dms": DmsSettings, "lake": LakeSettings,
     "glue_job": GlueJobSettings, "maintenance": MaintenanceSettings}
-TABLES_SECTION = "tables"  # [tables."schema.table"]: cdclab.table_overrides
+TABLES_SECTION = "tables"  # [tables."schema.table"]: pipeline_contract.table_overrides
 
 
 @dataclass(frozen=True)
@@ -465,7 +466,7 @@ class PipelineSettings:
     glue_job: GlueJobSettings
     maintenance: MaintenanceSettings = field(default_factory=MaintenanceSettings)
     # [tables."schema.table"]: per-table overrides for the generic job (raw TOML tables,
-    # checked here, parsed by cdclab.table_overrides.TableOverrides)
+    # checked here, parsed by pipeline_contract.table_overrides.TableOverrides)
     tables: dict[str, dict] = field(default_factory=dict)
 
     def check(self, where: str = WHERE) -> None:

@@ -18,11 +18,10 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import TYPE_CHECKING
 
-from dms_emitter.pgoutput import text_of
-from dms_emitter.source_types import PgType, SourceColumn
+from pipeline_contract.dms_format.source_types import PgType, SourceColumn
 
 if TYPE_CHECKING:
-    from cdclab.settings import DmsSettings
+    from pipeline_contract.settings import DmsSettings
 
 BYTEA_HEX, BYTEA_BASE64, BYTEA_POSTGRES = "hex", "base64", "postgres"
 BYTEA_FORMATS = (BYTEA_HEX, BYTEA_BASE64, BYTEA_POSTGRES)
@@ -44,6 +43,14 @@ LOB_TYPES = frozenset({"text", "citext", "bytea", "json", "jsonb", "xml", "tsvec
                        "tsquery", "path", "polygon", "hstore"})
 LOB_CATEGORIES = frozenset({"A", "C"})
 DEFAULT_LOB_MAX_SIZE_KB = 32  # the task settings' LobMaxSize default
+
+
+def text_of(value: memoryview, max_bytes: int | None = None) -> str:
+    """A big text value decoded, whole or its first `max_bytes` bytes (never half a
+    character)."""
+    if max_bytes is None or len(value) <= max_bytes:
+        return str(value, "utf-8")
+    return bytes(value[:max_bytes]).decode("utf-8", "ignore")
 
 
 def is_lob(pg_type: PgType) -> bool:

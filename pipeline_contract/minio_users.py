@@ -25,8 +25,9 @@ import json
 import secrets
 from collections.abc import Mapping
 
-from cdclab import settings
-from cdclab.services.base import ENV_MINIO_USERS
+from pipeline_contract import settings
+
+ENV_MINIO_USERS = "CDCLAB_MINIO_USERS"  # every service's pair, for the MinIO service only
 
 SERVICES = ("emitter", "watcher", "glue", "iceberg-rest")
 POLICY_PREFIX = "cdclab-"
