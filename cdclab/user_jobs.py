@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from pipeline_contract import settings
-from pipeline_contract.job_config import glue_default_arguments
+from pipeline_contract.job_config import job_definition, user_job_arguments
 
 JOB_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")  # Glue: 1-255 chars, single line
 FINAL_STATES = ("SUCCEEDED", "FAILED", "ERROR", "TIMEOUT", "STOPPED")
@@ -53,18 +53,8 @@ def script_key(name: str) -> str:
 def user_job_definition(p: settings.PipelineSettings, script_uri: str,
                         arguments: Mapping[str, str], role: str) -> dict:
     """CreateJob/UpdateJob fields: the lab's Glue 5 settings, the user's arguments on top."""
-    lab = glue_default_arguments(p, temp_dir=f"s3://{p.lake.scripts_bucket}/temp/")
-    defaults = {k: lab[k] for k in ("--datalake-formats", "--conf", "--TempDir",
-                                    "--enable-metrics")}
-    defaults["--job-bookmark-option"] = "job-bookmark-enable"
-    return {
-        "Role": role,
-        "Command": {"Name": "glueetl", "ScriptLocation": script_uri, "PythonVersion": "3"},
-        "GlueVersion": p.glue_job.glue_version,
-        "WorkerType": p.glue_job.worker_type,
-        "NumberOfWorkers": p.glue_job.number_of_workers,
-        "DefaultArguments": {**defaults, **arguments},
-    }
+    return job_definition(p.glue_job, role=role, script_location=script_uri,
+                          arguments=user_job_arguments(p, arguments), run_limits=False)
 
 
 # --- I/O ------------------------------------------------------------------------------

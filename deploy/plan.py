@@ -17,7 +17,7 @@ from deploy import dms, iam
 from deploy.options import STACK_TAG, DeployOptions, StackNames
 from lambda_shim.function_env import function_environment
 from pipeline_contract.catalog_tables import database_input
-from pipeline_contract.job_config import glue_default_arguments
+from pipeline_contract.job_config import glue_default_arguments, job_definition
 from pipeline_contract.settings import REPO_ROOT, PipelineSettings
 from pipeline_contract.table_specs import bronze_table_input, for_lake, tables_document
 
@@ -207,21 +207,10 @@ def build_plan(p: PipelineSettings, opts: DeployOptions,
         Resource(
             "glue-job",
             job.name,
-            {
-                "Role": n.role_arn(n.glue_role),
-                "Command": {
-                    "Name": "glueetl",
-                    "ScriptLocation": f"s3://{n.scripts_bucket}/{script_key}",
-                    "PythonVersion": "3",
-                },
-                "GlueVersion": job.glue_version,
-                "WorkerType": opts.worker_type or job.worker_type,
-                "NumberOfWorkers": opts.workers or job.number_of_workers,
-                "ExecutionProperty": {"MaxConcurrentRuns": job.max_concurrent_runs},
-                "Timeout": job.timeout_minutes,
-                "DefaultArguments": glue_default_arguments(pa, temp_dir=temp_dir),
-                "Tags": tags,
-            },
+            job_definition(job, role=n.role_arn(n.glue_role),
+                           script_location=f"s3://{n.scripts_bucket}/{script_key}",
+                           arguments=glue_default_arguments(pa, temp_dir=temp_dir),
+                           worker_type=opts.worker_type, workers=opts.workers, tags=tags),
         ),
         Resource(
             "lambda-function",

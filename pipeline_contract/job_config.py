@@ -9,6 +9,7 @@ on AWS) and in the S3 endpoint.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from pipeline_contract.settings import (
     DEFAULT_REGION,
@@ -16,6 +17,7 @@ from pipeline_contract.settings import (
     ENV_CATALOG_URI,
     ENV_REGION,
     ENV_S3_ENDPOINT,
+    GlueJobSettings,
     PipelineSettings,
     load_pipeline,
 )
@@ -143,3 +145,39 @@ def glue_default_arguments(
     if temp_dir:
         args["--TempDir"] = temp_dir
     return args
+
+
+def job_definition(job: GlueJobSettings, *, role: str, script_location: str,
+                   arguments: Mapping[str, str], worker_type: str | None = None,
+                   workers: int | None = None, run_limits: bool = True,
+                   tags: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A Glue job as CreateJob takes it (UpdateJob's JobUpdate: the same less Tags): the
+    one builder behind the local Glue API's pipeline job, user jobs and `cdclab deploy`.
+    `run_limits` False leaves MaxConcurrentRuns and Timeout to Glue's defaults (a user's
+    job is not bound by the pipeline job's). AWS Glue API, CreateJob."""
+    definition: dict[str, Any] = {
+        "Role": role,
+        "Command": {"Name": "glueetl", "ScriptLocation": script_location,
+                    "PythonVersion": "3"},
+        "GlueVersion": job.glue_version,
+        "WorkerType": worker_type or job.worker_type,
+        "NumberOfWorkers": workers or job.number_of_workers,
+        "MaxRetries": 0,  # a failed merge waits for the next batch, not a blind retry
+        "DefaultArguments": dict(arguments),
+    }
+    if run_limits:
+        definition["ExecutionProperty"] = {"MaxConcurrentRuns": job.max_concurrent_runs}
+        definition["Timeout"] = job.timeout_minutes
+    if tags:
+        definition["Tags"] = dict(tags)
+    return definition
+
+
+def user_job_arguments(p: PipelineSettings, arguments: Mapping[str, str]) -> dict[str, str]:
+    """A user's job's DefaultArguments: the lab's Glue 5 settings (Iceberg, the catalog
+    `--conf`, TempDir, metrics, bookmarks on), the user's own arguments on top."""
+    lab = glue_default_arguments(p, temp_dir=f"s3://{p.lake.scripts_bucket}/temp/")
+    defaults = {k: lab[k] for k in ("--datalake-formats", "--conf", "--TempDir",
+                                    "--enable-metrics")}
+    defaults["--job-bookmark-option"] = "job-bookmark-enable"
+    return {**defaults, **arguments}

@@ -21,7 +21,7 @@ from glue_local.access import ADMIN, GLUE, WATCHER
 from glue_local.driver_state import driver_healthy
 from glue_local.server import ENV_GLUE_CLIENTS, ENV_GLUE_PORT
 from pipeline_contract import minio_users, settings
-from pipeline_contract.job_config import glue_default_arguments
+from pipeline_contract.job_config import glue_default_arguments, job_definition
 
 ENV_GLUE_WARM = "CDCLAB_GLUE_WARM"  # 0: no warm Spark session at start (Spark-free tests)
 LOCAL_ROLE = "arn:aws:iam::000000000000:role/cdclab-glue-local"
@@ -182,27 +182,17 @@ class GlueApiService(Service):
         return 90.0
 
 
-def job_definition(p: settings.PipelineSettings, role: str = LOCAL_ROLE) -> dict:
-    """The Glue job as CreateJob/UpdateJob take it (local script path)."""
-    return {
-        "Role": role,
-        "Command": {"Name": "glueetl", "ScriptLocation": str(p.script_path.resolve()),
-                    "PythonVersion": "3"},
-        "GlueVersion": p.glue_job.glue_version,
-        "WorkerType": p.glue_job.worker_type,
-        "NumberOfWorkers": p.glue_job.number_of_workers,
-        "ExecutionProperty": {"MaxConcurrentRuns": p.glue_job.max_concurrent_runs},
-        "Timeout": p.glue_job.timeout_minutes,
-        "MaxRetries": 0,
-        "DefaultArguments": glue_default_arguments(p),
-    }
+def pipeline_job_definition(p: settings.PipelineSettings, role: str = LOCAL_ROLE) -> dict:
+    """The pipeline's Glue job as the local Glue API takes it (the script from the repo)."""
+    return job_definition(p.glue_job, role=role, script_location=str(p.script_path.resolve()),
+                          arguments=glue_default_arguments(p))
 
 
 def register_job(glue_client, p: settings.PipelineSettings | None = None,
                  role: str = LOCAL_ROLE) -> str:
     """Idempotent CreateJob/UpdateJob of the pipeline's job; returns "created"/"updated"."""
     p = p or settings.load_pipeline()
-    definition = job_definition(p, role)
+    definition = pipeline_job_definition(p, role)
     try:
         glue_client.get_job(JobName=p.glue_job.name)
     except glue_client.exceptions.EntityNotFoundException:

@@ -11,7 +11,12 @@ import pytest
 
 from cdclab import credentials
 from cdclab.services.base import StackContext
-from cdclab.services.glue_api import GlueApiService, job_definition, job_run_metrics, register_job
+from cdclab.services.glue_api import (
+    GlueApiService,
+    job_run_metrics,
+    pipeline_job_definition,
+    register_job,
+)
 from pipeline_contract import settings
 from tests.resources.launch import launch
 
@@ -56,7 +61,7 @@ def test_register_run_and_restart_recovery(tmp_path: Path):
         assert register_job(client, p) == "updated"  # idempotent
         job = client.get_job(JobName=p.glue_job.name)["Job"]
         assert job["Command"]["ScriptLocation"] == str(p.script_path.resolve())
-        assert job["DefaultArguments"] == job_definition(p)["DefaultArguments"]
+        assert job["DefaultArguments"] == pipeline_job_definition(p)["DefaultArguments"]
         assert job["ExecutionProperty"]["MaxConcurrentRuns"] == p.glue_job.max_concurrent_runs
 
         client.create_job(Name="sleepy", Role="r",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import io
 import json
@@ -361,3 +362,20 @@ def test_parquet_and_date_partitions_are_sent_as_the_emitter_applies_them():
     # csv: no Parquet settings at all, and no time zone while it is unset
     csv = s3_target_settings(P, bucket="b", role_arn="r")
     assert not any(k.startswith(("Parquet", "Encoding", "DatePartitionTimezone")) for k in csv)
+
+
+def test_the_local_and_the_deployed_job_are_one_definition():
+    """One builder (pipeline_contract.job_config.job_definition): the deployed job differs
+    from the local Glue API's only where AWS must (role, script and buckets in S3,
+    TempDir, tags)."""
+    from cdclab.services.glue_api import pipeline_job_definition
+
+    local = pipeline_job_definition(P, role="r")
+    deployed = copy.deepcopy(build_plan(P, FULL).get("glue-job", P.glue_job.name).settings)
+    assert deployed.pop("Tags")
+    assert deployed["DefaultArguments"].pop("--TempDir").startswith("s3://")
+    for d in (local, deployed):
+        d.pop("Role")
+        d["Command"].pop("ScriptLocation")
+        d["DefaultArguments"] = sorted(d["DefaultArguments"])
+    assert local == deployed

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cdclab.services.glue_api import job_definition
+from cdclab.services.glue_api import pipeline_job_definition
 from glue_local import access, code_sources, jobs_api, run_args
 from glue_local.errors import GlueError
 from glue_local.server import ENV_GLUE_CLIENTS, running_server
@@ -78,7 +78,7 @@ def test_no_code_bearing_run_argument_from_other_clients(name, value):
 
 
 def test_the_pipelines_own_job_with_its_local_script_is_accepted():
-    code_sources.check_job(job_definition(P), f"Job {P.glue_job.name}", PLACES)
+    code_sources.check_job(pipeline_job_definition(P), f"Job {P.glue_job.name}", PLACES)
 
 
 @pytest.fixture()

@@ -19,7 +19,7 @@ _spec.loader.exec_module(arrows)
 GROUND = "pipeline_contract"
 BOXES = ("dms_emitter", "lambda_shim", "glue_local", "deploy")
 CONDUCTOR = "cdclab"
-# The one arrow between boxes: deploy zips the Lambda's own files.
+# The one arrow between boxes: deploy packages the Lambda (its files, its environment).
 BOX_ARROWS = {("deploy", "lambda_shim")}
 # Shipped to AWS (the job alone, the Lambda's files in one zip): they import nothing else
 # of the project.
