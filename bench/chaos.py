@@ -52,11 +52,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from cdclab.services.registry import NAMES as SERVICES  # noqa: E402
 from pipeline_contract import settings  # noqa: E402
 
-SERVICES = ("postgres", "minio", "iceberg-rest", "glue", "emitter", "watcher")
-KINDS = ("postgres", "minio", "iceberg-rest", "glue", "glue@merge", "emitter",
-         "emitter@full_load", "watcher")
+# a kill of each service, and of two at their critical moment
+KINDS = tuple(sorted((*SERVICES, "glue@merge", "emitter@full_load"), key=lambda k: (
+    SERVICES.index(k.split("@")[0]), k)))
 NOPK_TABLE = "chaos_events"  # no primary key, not selected by the table mappings
 MERGE_STARTS = "dedup and classify:"  # the job's phase line printed just before its MERGE
 MERGE_DONE = "merge into silver:"  # printed once the silver MERGE committed

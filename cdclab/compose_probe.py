@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from cdclab import credentials
+from cdclab.services import registry
 from cdclab.services.base import StackContext, port_answers
 from glue_local.driver_state import driver_healthy
 from pipeline_contract import minio_users, settings
@@ -45,9 +46,8 @@ def container_context(port_names: tuple[str, ...]) -> StackContext:
     )
 
 
-# The ports each server answers on inside its container (cdclab.serve.CONTAINER_PORTS).
-HEALTH_PORTS = {"postgres": "postgres", "minio": "minio", "iceberg-rest": "iceberg_rest",
-                "glue": "glue"}
+# The port each server answers on inside its container (cdclab.serve.CONTAINER_PORTS).
+HEALTH_PORTS = {name: port.name for name, port in registry.PUBLISHED.items()}
 
 
 def health(name: str) -> bool:

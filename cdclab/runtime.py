@@ -22,25 +22,21 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from cdclab import credentials
+from cdclab.services import registry
 from cdclab.services.base import LOOPBACK, ServiceError
 from cdclab.supervisor import ServiceStatus
 from pipeline_contract import settings
 
 EMBEDDED = "embedded"
 COMPOSE = "compose"
-SERVICES = ("postgres", "minio", "iceberg-rest", "glue", "emitter", "watcher")
+SERVICES = registry.NAMES
 # compose service -> (port variable, container port), as docker-compose.yml publishes them
-PUBLISHED = {
-    "postgres": ("CDCLAB_PORT_POSTGRES", 5432),
-    "minio": ("CDCLAB_PORT_MINIO", 9000),
-    "iceberg-rest": ("CDCLAB_PORT_ICEBERG_REST", 8181),
-    "glue": ("CDCLAB_PORT_GLUE", 8090),
-}
+PUBLISHED = {name: (p.env_key, p.container) for name, p in registry.PUBLISHED.items()}
 CONTAINER_CREDENTIALS = "/run/cdclab/credentials.json"
 
 Progress = Callable[[str], None]
 # each service's state file under its state dir, in both runtimes
-STATE_FILES = {"emitter": "emitter/state.json", "watcher": "watcher/state.json"}
+STATE_FILES = registry.STATE_FILES
 
 
 def read_json_object(path: Path) -> dict:

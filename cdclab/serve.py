@@ -12,14 +12,13 @@ import signal
 import sys
 from pathlib import Path
 
+from cdclab.services import registry
 from cdclab.services.base import StackContext, start_service
 from cdclab.supervisor import all_services, pinned_port
 from pipeline_contract import settings
 
 # Well-known ports inside containers (the embedded runtime picks free ones instead).
-CONTAINER_PORTS = {
-    "postgres": 5432, "minio": 9000, "minio_console": 9001, "iceberg_rest": 8181, "glue": 8090,
-}
+CONTAINER_PORTS = {name: port.container for name, port in registry.PORTS.items()}
 
 
 def ready_marker(name: str) -> Path:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from cdclab import credentials
 from cdclab.restart_policy import ServiceLife, describe
+from cdclab.services import registry
 from cdclab.services.base import (
     ProcessSpec,
     Service,
@@ -42,14 +43,13 @@ LOCK_FILE = "stack.lock"  # held by whoever starts or stops services: CLI, tests
 KEEPER = "keeper"  # the process that restarts services that die (cdclab.keeper)
 KEEPER_FILE = "keeper.json"  # what it saw and did, per service (restart_policy.ServiceLife)
 ENV_FILE = "cdclab.env"
-PORT_ENV_PREFIX = "CDCLAB_PORT_"  # e.g. CDCLAB_PORT_POSTGRES=5432 pins a port
 
 Progress = Callable[[str], None]
 
 
 def port_env_key(port_name: str) -> str:
-    """The variable that pins a port: CDCLAB_PORT_ICEBERG_REST for iceberg_rest."""
-    return PORT_ENV_PREFIX + port_name.upper().replace("-", "_")
+    """The variable that pins a port: CDCLAB_PORT_ICEBERG_REST for iceberg-rest."""
+    return registry.Port(port_name, 0).env_key
 
 
 def pinned_port(port_name: str) -> int | None:
@@ -58,29 +58,13 @@ def pinned_port(port_name: str) -> int | None:
 
 
 def all_services() -> list[Service]:
-    """Every service in start order (infrastructure first, then the pipeline)."""
-    from cdclab.services.emitter import EmitterService
-    from cdclab.services.glue_api import ENV_GLUE_WARM, GlueApiService
-    from cdclab.services.iceberg_rest import IcebergRestService
-    from cdclab.services.minio import MinioService
-    from cdclab.services.postgres import PostgresService
-    from cdclab.services.watcher import ENV_FULL_SCAN, ENV_SWEEP, WatcherService
-
-    # options from the environment: a container runs the service a test asked for
-    full_scan, sweep = os.environ.get(ENV_FULL_SCAN), os.environ.get(ENV_SWEEP)
-    return [
-        PostgresService(),
-        MinioService(),
-        IcebergRestService(),
-        GlueApiService(warm=os.environ.get(ENV_GLUE_WARM, "1") != "0"),
-        EmitterService(),
-        WatcherService(full_scan_seconds=float(full_scan) if full_scan else None,
-                       sweep_seconds=float(sweep) if sweep else None),
-    ]
+    """Every service in start order (infrastructure first, then the pipeline), each as
+    this process's environment configures it."""
+    return [info.launcher_class().from_environ(os.environ) for info in registry.SERVICES]
 
 
-INFRA = ("postgres", "minio", "iceberg-rest", "glue")
-PIPELINE = ("emitter", "watcher")
+INFRA = registry.INFRA_NAMES
+PIPELINE = registry.PIPELINE_NAMES
 
 
 @dataclass

@@ -15,11 +15,12 @@ import subprocess
 import sys
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from cdclab.services import registry
 from pipeline_contract.listen import ENV_BIND_HOST, LOOPBACK, bind_host  # noqa: F401
 from pipeline_contract.minio_users import ENV_MINIO_USERS
 from pipeline_contract.settings import ENV_ACCESS_KEY, ENV_CATALOG_TOKEN, ENV_PG_DSN, ENV_SECRET_KEY
@@ -144,7 +145,6 @@ class Service(ABC):
     """One supervised program."""
 
     name: str = ""
-    port_names: tuple[str, ...] = ()  # ports this service needs allocated in ctx.ports
     depends_on: tuple[str, ...] = ()  # services it cannot become healthy without
     # The secrets (SECRET_ENV) its process may see, and those its set-up and health checks
     # use (a container's `cdclab serve` keeps only both); every other one is removed. Its
@@ -152,6 +152,18 @@ class Service(ABC):
     secrets: frozenset[str] = frozenset()
     setup_secrets: frozenset[str] = frozenset()
     scratch: bool = False  # its temp files go to ctx.scratch_dir, emptied at each start
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> Service:
+        """The service as `environ` configures it (container_env's keys: a container
+        runs the very service a test asked for)."""
+        return cls()
+
+    @property
+    def port_names(self) -> tuple[str, ...]:
+        """The ports it needs allocated in ctx.ports (cdclab.services.registry)."""
+        info = registry.BY_NAME.get(self.name)
+        return tuple(p.name for p in info.ports) if info else ()
 
     def prepare(self, ctx: StackContext) -> None:
         """One-time, idempotent set-up before the first start (dirs, initdb...)."""

@@ -135,7 +135,6 @@ def checked_clients(env: Mapping[str, str]) -> dict[str, str]:
 class GlueApiService(Service):
     name = "glue"
     depends_on = ("minio", "iceberg-rest")
-    port_names = ("glue",)
     # its jobs' Spark catalog and GetTable's Iceberg tables use the catalog's token; the
     # clients' keys check their signatures (read once at start, then out of its env)
     secrets = frozenset({settings.ENV_CATALOG_TOKEN, ENV_GLUE_CLIENTS})
@@ -143,6 +142,10 @@ class GlueApiService(Service):
 
     def __init__(self, warm: bool = True) -> None:
         self.warm = warm  # tests with Spark-free jobs skip the JVM start
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> GlueApiService:
+        return cls(warm=environ.get(ENV_GLUE_WARM, "1") != "0")
 
     def endpoint(self, ctx: StackContext) -> str:
         return f"http://{LOOPBACK}:{ctx.ports['glue']}"

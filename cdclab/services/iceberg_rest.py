@@ -91,7 +91,6 @@ class IcebergRestService(Service):
     # check asks with the token
     setup_secrets = frozenset({settings.ENV_CATALOG_TOKEN})
     depends_on = ("minio",)
-    port_names = ("iceberg_rest",)
     scratch = True  # sqlite-jdbc's native library, extracted at each start
 
     def prepare(self, ctx: StackContext) -> None:
@@ -105,7 +104,7 @@ class IcebergRestService(Service):
         self.publish(ctx)
 
     def publish(self, ctx: StackContext) -> None:
-        ctx.env[settings.ENV_CATALOG_URI] = f"http://{LOOPBACK}:{ctx.ports['iceberg_rest']}"
+        ctx.env[settings.ENV_CATALOG_URI] = f"http://{LOOPBACK}:{ctx.ports['iceberg-rest']}"
         # stacks take it from their credentials; a bare context (a test's) gets one here
         ctx.env.setdefault(settings.ENV_CATALOG_TOKEN, secrets.token_urlsafe(32))
 
@@ -121,7 +120,7 @@ class IcebergRestService(Service):
             secret_key=keys[settings.ENV_SECRET_KEY],
             region=ctx.env.get(settings.ENV_REGION, settings.DEFAULT_REGION),
             host=bind_host(),
-            port=ctx.ports["iceberg_rest"],
+            port=ctx.ports["iceberg-rest"],
         )
         env["REST_AUTH_TOKEN"] = ctx.env[settings.ENV_CATALOG_TOKEN]  # read from env only
         return ProcessSpec(

@@ -41,7 +41,6 @@ class MinioService(Service):
     # the server gets the root pair as MINIO_ROOT_* (process()); its set-up makes the
     # buckets and every service's user with it
     setup_secrets = ROOT_KEYS | {ENV_MINIO_USERS}
-    port_names = ("minio", "minio_console")
 
     def prepare(self, ctx: StackContext) -> None:
         if not settings.minio_binary().exists():
@@ -61,7 +60,7 @@ class MinioService(Service):
             argv=[
                 str(settings.minio_binary()), "server", str(data),
                 "--address", f"{bind_host()}:{ctx.ports['minio']}",
-                "--console-address", f"{bind_host()}:{ctx.ports['minio_console']}",
+                "--console-address", f"{bind_host()}:{ctx.ports['minio-console']}",
             ],
             env={
                 "MINIO_ROOT_USER": ctx.env[settings.ENV_ACCESS_KEY],
@@ -92,5 +91,5 @@ class MinioService(Service):
     def address(self, ctx: StackContext) -> str:
         return (
             f"http://{LOOPBACK}:{ctx.ports['minio']} "
-            f"(console http://{LOOPBACK}:{ctx.ports['minio_console']})"
+            f"(console http://{LOOPBACK}:{ctx.ports['minio-console']})"
         )

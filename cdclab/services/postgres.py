@@ -101,7 +101,6 @@ class PostgresService(Service):
     name = "postgres"
     # the server needs none; its set-up (initdb, the database) and health check log in
     setup_secrets = frozenset({ENV_PG_PASSWORD})
-    port_names = ("postgres",)
 
     def data_dir(self, ctx: StackContext) -> Path:
         return ctx.service_dir(self.name) / "data"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 
 from cdclab.services.base import ProcessSpec, Service, StackContext, python_module
 from pipeline_contract import minio_users, settings
@@ -23,6 +24,12 @@ class WatcherService(Service):
         self.interval, self.full_scan_seconds = interval, full_scan_seconds
         self.sweep_seconds = sweep_seconds
         self._started_at = 0.0
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> WatcherService:
+        full_scan, sweep = environ.get(ENV_FULL_SCAN), environ.get(ENV_SWEEP)
+        return cls(full_scan_seconds=float(full_scan) if full_scan else None,
+                   sweep_seconds=float(sweep) if sweep else None)
 
     def prepare(self, ctx: StackContext) -> None:
         self._started_at = time.time()

@@ -21,6 +21,7 @@ import pytest
 from cdclab.drain import current_wal_lsn, wait_for_drain
 from cdclab.reconcile import reconcile, silver_catalog
 from cdclab.sample_data import seed
+from cdclab.services import registry
 from cdclab.workload import run_workload
 from pipeline_contract import settings
 from tests.resources.stack import CONTAINERS, backend
@@ -31,7 +32,7 @@ pytestmark = [
 ]
 
 SEED = int(os.environ.get("CDCLAB_TEST_SEED", random.randrange(1_000_000)))
-SERVICES = ["postgres", "minio", "iceberg-rest", "glue", "emitter", "watcher"]
+SERVICES = list(registry.NAMES)
 
 
 def test_every_service_dies_and_its_restart_policy_brings_it_back(stack) -> None:

@@ -78,7 +78,7 @@ def _listening_addresses(port: int) -> set[str]:
 
 
 def test_rest_catalog_binds_loopback_only(iceberg_rest: dict) -> None:
-    addrs = _listening_addresses(iceberg_rest["ctx"].ports["iceberg_rest"])
+    addrs = _listening_addresses(iceberg_rest["ctx"].ports["iceberg-rest"])
     loopback = {"0100007F", "0000000000000000FFFF00000100007F"}  # 127.0.0.1, ::ffff:127.0.0.1
     assert addrs and addrs <= loopback, addrs
 

@@ -81,3 +81,17 @@ def test_the_shell_check_docker_runs_agrees_with_the_python_rules(monkeypatch, t
     old = time.time() - compose_probe.settings.WATCHER_STALE_SECONDS - 5
     os.utime(watcher, (old, old))  # not listing any more: hung, or S3 unreachable
     assert shell_health("watcher", env) is compose_probe.health("watcher") is False
+
+
+def test_the_shell_check_knows_every_service_of_the_registry() -> None:
+    """scripts/container-health.sh spells the registry out (Docker runs it every 2 s, so
+    no Python): each service has its case, each server its port variable and default."""
+    from cdclab.services import registry
+
+    text = SCRIPT.read_text()
+    for info in registry.SERVICES:
+        assert f"\n  {info.name})" in text, info.name
+    for name, port in registry.PUBLISHED.items():
+        assert f'{name}) port="${{{port.env_key}:-{port.container}}}"' in text, name
+    for name, state_file in registry.STATE_FILES.items():
+        assert f"$state/{state_file}" in text, name

@@ -229,7 +229,7 @@ def test_endpoints_name_the_compose_services_on_their_well_known_ports(config) -
     # no userinfo: each process adds it from the credentials file
     assert env[settings.ENV_PG_DSN] == f"postgresql://postgres:{CONTAINER_PORTS['postgres']}/{db}"
     assert env[settings.ENV_S3_ENDPOINT] == f"http://minio:{CONTAINER_PORTS['minio']}"
-    assert env[settings.ENV_CATALOG_URI] == f"http://iceberg-rest:{CONTAINER_PORTS['iceberg_rest']}"
+    assert env[settings.ENV_CATALOG_URI] == f"http://iceberg-rest:{CONTAINER_PORTS['iceberg-rest']}"
     assert env[settings.ENV_GLUE_ENDPOINT] == f"http://glue:{CONTAINER_PORTS['glue']}"
     assert env[base.ENV_BIND_HOST] == "0.0.0.0"
 
