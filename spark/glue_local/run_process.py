@@ -24,6 +24,7 @@ import os
 import runpy
 import sys
 import traceback
+from pathlib import Path
 
 # Imported while waiting for a run, so a run does not pay for them.
 import pyspark  # noqa: F401
@@ -68,7 +69,8 @@ def start_own_driver(own: dict) -> SparkContext:
     from glue_local.spark_session import build_session
 
     spark = build_session(own["env"], app_name=f"cdclab-glue-{own['glue_version']}",
-                          extra_conf=own.get("conf"), spark_jars=own["jars"])
+                          extra_conf=own.get("conf"),
+                          spark_jars=[Path(j) for j in own["jars"]])
     return spark.sparkContext
 
 
