@@ -20,6 +20,7 @@ from pathlib import Path
 from cdclab import settings
 
 ENV_GLUE50_VENV = "CDCLAB_GLUE50_VENV"  # where the Glue 5.0 venv is (the image sets it)
+AWSGLUE_51 = "5.1.0"  # AWSGlueDataplanePython of the lab's own runtime (requirements-runtime.in)
 INSTALL_HINT = "run `make setup` (scripts/bootstrap.sh), which installs it"
 
 
@@ -38,7 +39,7 @@ def pins(glue_version: str, versions: Mapping[str, str]) -> dict[str, str]:
     """Spark, Iceberg and awsglue versions of a Glue version, from versions.env's pins."""
     if glue_version == "5.1":
         return {"spark": versions["SPARK_VERSION"], "iceberg": versions["ICEBERG_VERSION"],
-                "awsglue": "5.1.0"}
+                "awsglue": AWSGLUE_51}
     if glue_version == "5.0":
         return {"spark": versions["GLUE50_SPARK_VERSION"],
                 "iceberg": versions["GLUE50_ICEBERG_VERSION"],
