@@ -5,6 +5,7 @@ of its own; the pins agree with versions.env, the locks, bootstrap and the image
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from cdclab import settings
 from glue_local import glue_runtimes as g
 from glue_local.errors import GlueError
 from glue_local.glue_versions import checked
+from tests.unit.test_glue_protocol import glue, run_log, wait_final  # noqa: F401 (fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 PINS = settings.versions()
@@ -100,3 +102,37 @@ def test_bootstrap_and_the_image_install_the_glue50_runtime() -> None:
         assert "iceberg-spark-runtime-3.5_${SCALA_BINARY_VERSION}:${GLUE50_ICEBERG_VERSION}" \
             in text, file
         assert "iceberg-aws-bundle:${GLUE50_ICEBERG_VERSION}" in text, file
+
+
+PROBE = """
+import sys
+from importlib.metadata import version
+print("python", sys.executable, "awsglue", version("AWSGlueDataplanePython"))
+"""
+
+
+def test_a_glue50_run_is_that_runtimes_python_and_fails_by_name_without_it(
+        glue, tmp_path, monkeypatch) -> None:  # noqa: F811
+    client, _ = glue
+    script = tmp_path / "probe.py"
+    script.write_text(PROBE)
+    for version in ("5.0", "5.1"):
+        client.create_job(Name=f"probe{version}", Role="r", GlueVersion=version,
+                          Command={"Name": "glueetl", "ScriptLocation": str(script)})
+    for version, python in [("5.0", g.glue50_venv() / "bin" / "python"),
+                            ("5.1", Path(sys.executable))]:
+        run_id = client.start_job_run(JobName=f"probe{version}")["JobRunId"]
+        run = wait_final(client, run_id, f"probe{version}", timeout=60)
+        log = run_log(tmp_path, run_id)
+        assert run["JobRunState"] == "SUCCEEDED", (run.get("ErrorMessage"), log)
+        awsglue = {"5.0": PINS["GLUE50_AWSGLUE_VERSION"], "5.1": g.AWSGLUE_51}[version]
+        assert f"python {python} awsglue {awsglue}" in log
+    monkeypatch.setenv(g.ENV_GLUE50_VENV, str(tmp_path / "no-venv"))
+    run_id = client.start_job_run(JobName="probe5.0")["JobRunId"]
+    run = wait_final(client, run_id, "probe5.0")
+    assert run["JobRunState"] == "FAILED"
+    assert run["ErrorMessage"].startswith(
+        "GlueRuntimeMissing: cdclab: the AWS Glue 5.0 runtime (Spark 3.5.4, Iceberg 1.7.1, "
+        "AWSGlueDataplanePython 5.0.0) this job's GlueVersion 5.0 runs on is not installed "
+        f"(missing {tmp_path / 'no-venv' / 'bin' / 'python'}")
+    assert "run `make setup` (scripts/bootstrap.sh)" in run["ErrorMessage"]
