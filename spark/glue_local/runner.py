@@ -485,7 +485,7 @@ class Runner:
                     spec["own_driver"] = {
                         "glue_version": runtime.glue_version, "conf": plan.conf,
                         "jars": [str(j) for j in runtime.jars],
-                        "env": {**self.env, settings.ENV_STATE_DIR: str(self.state_dir)}}
+                        "env": glue_runtimes.driver_env(self.env, self.state_dir, note)}
                 return self._run_process(spec, out, active, runtime)
             if not uses_spark:
                 return self._run_process(spec, out, active)

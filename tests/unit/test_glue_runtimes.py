@@ -75,6 +75,16 @@ def test_a_glue50_process_sees_neither_the_labs_spark_nor_its_site_packages(base
     assert {k: v for k, v in base.items() if k in ("HOME", "CDCLAB_X")}.items() <= env.items()
 
 
+def test_a_glue50_driver_keeps_the_state_dir_and_runs_in_local_mode(tmp_path) -> None:
+    notes: list[str] = []
+    env = {settings.ENV_SPARK_MASTER: "spark://spark:7077", "CDCLAB_X": "1"}
+    assert g.driver_env(env, tmp_path, notes.append) == {
+        "CDCLAB_X": "1", settings.ENV_STATE_DIR: str(tmp_path)}
+    assert notes and "spark://spark:7077" in notes[0] and "local mode" in notes[0]
+    assert g.driver_env({}, tmp_path, notes.append) == {settings.ENV_STATE_DIR: str(tmp_path)}
+    assert len(notes) == 1
+
+
 def test_child_pythonpath_is_the_repo_only() -> None:
     assert g.child_pythonpath().split(":") == [str(settings.REPO_ROOT),
                                                str(settings.REPO_ROOT / "spark")]
