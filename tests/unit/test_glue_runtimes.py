@@ -146,3 +146,19 @@ def test_a_glue50_run_is_that_runtimes_python_and_fails_by_name_without_it(
         "AWSGlueDataplanePython 5.0.0) this job's GlueVersion 5.0 runs on is not installed "
         f"(missing {tmp_path / 'no-venv' / 'bin' / 'python'}")
     assert "run `make setup` (scripts/bootstrap.sh)" in run["ErrorMessage"]
+
+
+def test_glue50s_awsglue_calls_the_same_jvm_side_as_the_labs() -> None:
+    """spark/glue-jvm is written to the py4j calls of the lab's awsglue
+    (test_glue_jvm_surface); AWSGlueDataplanePython 5.0.0's awsglue is file for file the
+    same as 5.1.0's, so one JVM side serves both."""
+    from importlib.metadata import distribution
+
+    lab = Path(str(distribution("AWSGlueDataplanePython").locate_file("awsglue")))
+    found = list((g.glue50_venv() / "lib").glob("python3.*/site-packages/awsglue"))
+    assert found, f"no Glue 5.0 runtime at {g.glue50_venv()}: {g.INSTALL_HINT}"
+
+    def sources(root: Path) -> dict[str, bytes]:
+        return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*.py"))}
+
+    assert sources(found[0]) == sources(lab)
