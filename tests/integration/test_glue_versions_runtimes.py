@@ -1,8 +1,9 @@
 """A job runs on the runtime of its GlueVersion (spark/glue_local/glue_runtimes.py): the
 same script as GlueVersion 5.0 reports Spark 3.5.4, Iceberg 1.7.1 and awsglue 5.0.0, as
 5.1 Spark 3.5.6, Iceberg 1.10.0 and awsglue 5.1.0 (AWS Glue versions:
-https://docs.aws.amazon.com/glue/latest/dg/release-notes.html), and both write the same
-rows through AWS's awsglue over cdclab's JVM side."""
+https://docs.aws.amazon.com/glue/latest/dg/release-notes.html); both write the same rows
+through AWS's awsglue over cdclab's JVM side, and an Iceberg table whose snapshot names
+the runtime's Iceberg and Spark."""
 
 from __future__ import annotations
 
@@ -44,10 +45,14 @@ frame = glue_context.create_dynamic_frame.from_options(
 frame = frame.filter(lambda r: r["country"] == "DE")
 glue_context.write_dynamic_frame.from_options(
     frame, "s3", {"path": args["target"]}, format="csv")
+spark.sql("CREATE TABLE lake.db.orders (order_id string, customer string) USING iceberg")
+frame.toDF().select("order_id", "customer").writeTo("lake.db.orders").append()
+summary = spark.sql("SELECT summary FROM lake.db.orders.snapshots").collect()[0][0]
 with open(args["report"], "w") as f:
     json.dump({"pyspark": pyspark.__version__, "spark": spark.version,
                "iceberg": iceberg, "awsglue": version("AWSGlueDataplanePython"),
-               "python": sys.executable}, f)
+               "python": sys.executable, "snapshot": dict(summary),
+               "rows": spark.table("lake.db.orders").count()}, f)
 job.commit()
 '''
 
@@ -84,6 +89,12 @@ def glue(tmp_path):
                            aws_access_key_id="x", aws_secret_access_key="y")
 
 
+# A file-system Iceberg catalog of the run's own (runtime settings: no driver restart)
+LAKE = ("spark.sql.catalog.lake=org.apache.iceberg.spark.SparkCatalog "
+        "--conf spark.sql.catalog.lake.type=hadoop "
+        "--conf spark.sql.catalog.lake.warehouse=file://{}/warehouse")
+
+
 def rows(folder: Path) -> list[dict]:
     found = []
     for part in sorted(folder.glob("run-*-part-r-*")):
@@ -106,7 +117,7 @@ def test_a_job_runs_on_the_runtime_of_its_glue_version(glue, tmp_path, glue_vers
     glue.create_job(Name=name, Role="r", GlueVersion=glue_version,
                     Command={"Name": "glueetl", "ScriptLocation": str(script)},
                     DefaultArguments={"--source": f"file://{src}", "--target": f"file://{out}",
-                                      "--report": str(report)})
+                                      "--report": str(report), "--conf": LAKE.format(tmp_path)})
     run(glue, name, timeout=300)
     got = json.loads(report.read_text())
     versions = settings.versions()
@@ -116,4 +127,7 @@ def test_a_job_runs_on_the_runtime_of_its_glue_version(glue, tmp_path, glue_vers
     assert got["iceberg"].startswith(versions[want[1]])  # e.g. "1.7.1 (commit ...)"
     assert got["awsglue"] == want[2]
     assert Path(got["python"]) == expected.python
+    # the table was written by this runtime's Iceberg and Spark (Iceberg's snapshot summary)
+    assert got["snapshot"]["iceberg-version"].startswith(f"Apache Iceberg {expected.iceberg}")
+    assert got["snapshot"]["engine-version"] == expected.spark and got["rows"] == 2
     assert [(r["order_id"], r["customer"]) for r in rows(out)] == [("1", "Ann"), ("3", "Cy")]
