@@ -48,10 +48,15 @@ down:
 clean: down
 	rm -rf .cdclab
 
-lock:  ## re-pin requirements.lock (all) and requirements-runtime.lock (the image) from the .in files
+lock:  ## re-pin requirements.lock (all), requirements-runtime.lock (the image) and requirements-glue50.lock (Glue 5.0)
 	@$(VENV)/bin/uv pip compile --python-version 3.11 requirements.in -o requirements.lock --no-header
 	@$(VENV)/bin/uv pip compile --python-version 3.11 requirements-runtime.in --constraint requirements.lock \
 	  -o requirements-runtime.lock --no-header
+	@# the Glue 5.0 runtime: its own pyspark and awsglue, the rest as in requirements.lock
+	@grep -v '^pyspark==\|^awsgluedataplanepython==' requirements.lock >glue50-constraints.txt
+	@$(VENV)/bin/uv pip compile --python-version 3.11 requirements-glue50.in \
+	  --constraint glue50-constraints.txt -o requirements-glue50.lock --no-header; \
+	  status=$$?; rm -f glue50-constraints.txt; exit $$status
 
 # --- containers: the same pipeline with docker compose -----------------------------------
 # With a normal Docker install, `docker compose up -d --wait` and `docker compose run --rm

@@ -54,6 +54,19 @@ if [[ ! -f "$VENV/.cdclab-lock-$lock_hash" ]]; then
   touch "$VENV/.cdclab-lock-$lock_hash"
 fi
 
+# --- the AWS Glue 5.0 runtime: a job whose GlueVersion is 5.0 runs on its own Python ----
+# (pyspark 3.5.4, AWSGlueDataplanePython 5.0.0; spark/glue_local/glue_runtimes.py)
+GLUE50_VENV="${CDCLAB_GLUE50_VENV:-$ROOT/.venv-glue50}"
+glue50_hash="$(sha256sum requirements-glue50.lock | cut -c1-16)"
+if [[ ! -f "$GLUE50_VENV/.cdclab-lock-$glue50_hash" ]]; then
+  say "AWS Glue 5.0 runtime ($GLUE50_VENV) from requirements-glue50.lock"
+  [[ -x "$GLUE50_VENV/bin/python" ]] || "$PYTHON" -m venv "$GLUE50_VENV"
+  UV_CACHE_DIR="$CACHE/uv" "$VENV/bin/uv" pip sync -q --python "$GLUE50_VENV/bin/python" \
+    requirements-glue50.lock
+  rm -f "$GLUE50_VENV"/.cdclab-lock-*
+  touch "$GLUE50_VENV/.cdclab-lock-$glue50_hash"
+fi
+
 # --- JVM jars by Maven coordinates ------------------------------------------------
 JARS="$CACHE/jars"
 mkdir -p "$JARS"
@@ -63,6 +76,9 @@ artifacts=(
   "org.apache.hadoop:hadoop-aws:${HADOOP_AWS_VERSION}"
   "com.amazonaws:aws-java-sdk-bundle:${AWS_JAVA_SDK_BUNDLE_VERSION}"
   "org.apache.iceberg:iceberg-open-api:${ICEBERG_REST_VERSION}"
+  # Glue 5.0's Iceberg (its S3A jars are the ones above)
+  "org.apache.iceberg:iceberg-spark-runtime-3.5_${SCALA_BINARY_VERSION}:${GLUE50_ICEBERG_VERSION}"
+  "org.apache.iceberg:iceberg-aws-bundle:${GLUE50_ICEBERG_VERSION}"
 )
 for coord in "${artifacts[@]}"; do
   IFS=: read -r _group artifact version <<<"$coord"

@@ -1,12 +1,13 @@
 """Which `GlueVersion` a job may have locally, and why the others are refused.
 
-The lab runs AWS's Glue 5.1 libraries (AWSGlueDataplanePython 5.1.0, Spark 3.5.6, Python
-3.11, Java 17: versions.env). A job of Glue 5.0 runs on them too: 5.0 and 5.1 share Spark
-3.5, Python 3.11, Scala 2.12.18 and Java 17 ([AWS Glue versions]
-(https://docs.aws.amazon.com/glue/latest/dg/release-notes.html)); what differs (Spark
-3.5.4, Iceberg 1.7.1 on 5.0) is a known difference in docs/glue-fidelity.md. Any other
-version would run a script written for another Spark and Python on the wrong ones, so it is
-refused by name at CreateJob, UpdateJob and StartJobRun rather than run silently on 5.1.
+The lab has AWS's Glue 5.1 and 5.0 runtimes, each run on its own libraries
+(glue_local.glue_runtimes): 5.1 is AWSGlueDataplanePython 5.1.0, Spark 3.5.6, Iceberg
+1.10.0; 5.0 is AWSGlueDataplanePython 5.0.0, Spark 3.5.4, Iceberg 1.7.1; both Python 3.11,
+Scala 2.12.18, Java 17 ([AWS Glue versions]
+(https://docs.aws.amazon.com/glue/latest/dg/release-notes.html); pins: versions.env). Any
+other version would run a script written for another Spark and Python on the wrong ones,
+so it is refused by name at CreateJob, UpdateJob and StartJobRun rather than run silently
+on 5.1.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ def checked(version: object, where: str) -> str:
     text = str(version)
     if text in LOCAL:
         return text
-    runs = ("AWS Glue 5.1's libraries (Spark 3.5.6, Python 3.11); GlueVersion 5.0 "
-            "runs on them too")
+    runs = ("AWS Glue 5.1 (Spark 3.5.6) and AWS Glue 5.0 (Spark 3.5.4), each on its own "
+            "libraries, both Python 3.11")
     if text in OTHER_RUNTIMES:
         why = (f"GlueVersion {text} is {OTHER_RUNTIMES[text]}, and a script for it is not "
                f"tested against Spark 3.5")

@@ -11,6 +11,9 @@ its JVM are shared), applies the run's `--conf`, `--extra-py-files`, module path
 Isolation is the process: `sys.argv`, `sys.modules`, `sys.path`, globals and stdout are
 the run's own, and BatchStopJobRun/Timeout end the process (its Spark jobs are
 cancelled by job group = run id). The result goes to the spec's result file.
+
+A Glue 5.0 run's process is the Glue 5.0 runtime's Python and starts a driver of its own
+(`own_driver` in the spec, no gateway): glue_local.glue_runtimes.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import os
 import runpy
 import sys
 import traceback
+from pathlib import Path
 
 # Imported while waiting for a run, so a run does not pay for them.
 import pyspark  # noqa: F401
@@ -56,6 +60,26 @@ def connect(gateway: dict) -> SparkContext:
     jsc = jvm.org.apache.spark.api.java.JavaSparkContext.fromSparkContext(
         jvm.org.apache.spark.SparkContext.getOrCreate())
     return SparkContext(gateway=gw, jsc=jsc, conf=SparkConf(_jconf=jsc.sc().conf()))
+
+
+def start_own_driver(own: dict) -> SparkContext:
+    """A Spark driver of this run's own (a Glue 5.0 run: this process is that runtime's
+    Python, its pyspark launches its Spark), with the run's Glue version's jars and all
+    its `--conf` as the driver's settings (glue_local.glue_runtimes)."""
+    from glue_local.spark_session import build_session
+
+    spark = build_session(own["env"], app_name=f"cdclab-glue-{own['glue_version']}",
+                          extra_conf=own.get("conf"),
+                          spark_jars=[Path(j) for j in own["jars"]])
+    return spark.sparkContext
+
+
+def stop_own_driver() -> None:
+    """Stop this run's own driver (the scripts' stop() is a no-op: _share_context), so
+    its JVM removes its temp files before the process ends."""
+    sc = SparkContext._active_spark_context
+    if sc is not None:
+        sc._jsc.sc().stop()
 
 
 _run_session = None  # the run's JVM session: forgotten by every thread when it ends
@@ -151,16 +175,19 @@ def prepare(spec: dict) -> None:
     paths = spec.get("py_paths", [])
     sys.path[:0] = [os.path.dirname(spec["script"]), *paths]
     sys.path.append(STAND_INS)  # last: a script's own copy of those modules wins
-    gateway = spec.get("gateway")
-    if not gateway:
+    gateway, own = spec.get("gateway"), spec.get("own_driver")
+    if own:
+        sc = start_own_driver(own)
+    elif gateway:
+        sc = connect(gateway)
+    else:
         return
-    sc = connect(gateway)
     if paths:  # Python workers (UDFs, map/filter) import from the same places
         sc.environment["PYTHONPATH"] = os.pathsep.join(paths)
     sc.setLocalProperty(LOCAL_RUN_ID, spec["run_id"])
     sc.setLocalProperty(LOCAL_BOOKMARK_OPTION, spec["bookmark_option"])
     sc.setJobGroup(spec["run_id"], f"Glue job run {spec['run_id']}", interruptOnCancel=True)
-    spark = open_session(sc, spec.get("conf", {}))
+    spark = open_session(sc, {} if own else spec.get("conf", {}))
     for jar in spec.get("jars", []):
         spark.sql(f"ADD JAR '{jar}'")
     _share_context(sc, spec.get("lake_catalog"))
@@ -186,6 +213,8 @@ def run(spec: dict) -> dict:
                 # threads started during the run (pools' new workers) inherited its
                 # session as their active one and would keep it alive for good
                 sc._jvm.org.cdclab.glue.ThreadLocals.forget(_run_session)
+                if spec.get("own_driver"):
+                    stop_own_driver()
         sys.stdout.flush()
         sys.stderr.flush()
     return {"state": "SUCCEEDED"}

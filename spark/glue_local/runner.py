@@ -32,7 +32,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from glue_local import bookmarks, jobs_api, run_args, run_history, run_setup
+from glue_local import (
+    bookmarks,
+    glue_runtimes,
+    glue_versions,
+    jobs_api,
+    run_args,
+    run_history,
+    run_setup,
+)
 from glue_local.driver import Driver, gateway_of
 from glue_local.driver_state import write_driver_state
 from glue_local.errors import GlueError
@@ -109,11 +117,16 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def _spawn() -> subprocess.Popen:
+def _spawn(runtime: glue_runtimes.Runtime | None = None) -> subprocess.Popen:
+    """A run process: the lab's Python, or the interpreter of the run's Glue runtime."""
+    python, env = sys.executable, None
+    if runtime is not None and not runtime.shared_driver:
+        python = str(runtime.python)
+        env = glue_runtimes.child_env(os.environ, runtime)
     # own session: a Ctrl-C meant for the service must not reach (and cancel) a run
     return subprocess.Popen(
-        [sys.executable, "-m", "glue_local.run_process"], stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_child_env(),
+        [python, "-m", "glue_local.run_process"], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env or _child_env(),
         start_new_session=True, text=True, encoding="utf-8", errors="replace", bufsize=1)
 
 
@@ -129,6 +142,10 @@ def _reap_group(proc: subprocess.Popen) -> None:
     proc.wait()
     time.sleep(1.0)
     _signal_group(proc, signal.SIGKILL)
+
+
+class GlueRuntimeMissing(RuntimeError):
+    """The runtime of the job's GlueVersion is not installed (the run fails, saying how)."""
 
 
 @dataclass
@@ -242,8 +259,11 @@ class Runner:
             log.exception("settling queued runs failed")
 
     # processes
-    def _take_process(self) -> subprocess.Popen:
-        """A run process: the spare one (PySpark/awsglue already imported) if there is one."""
+    def _take_process(self, runtime: glue_runtimes.Runtime | None = None) -> subprocess.Popen:
+        """A run process: the spare one (PySpark/awsglue already imported) if there is one;
+        a run of another Glue runtime than the lab's gets a new one of that runtime."""
+        if runtime is not None and not runtime.shared_driver:
+            return _spawn(runtime)
         with self._spare_lock:
             proc, self._spare = self._spare, None
         if proc is None or proc.poll() is not None:
@@ -434,6 +454,14 @@ class Runner:
                 out.write(f"cdclab: {text}\n")
                 out.flush()
 
+            runtime = glue_runtimes.runtime(
+                glue_versions.checked(job.get("GlueVersion"), f"Job {job['Name']}"))
+            if not runtime.shared_driver:
+                from glue_local import glue_jvm
+
+                lacking = glue_runtimes.missing(runtime, glue_jvm.jar_path())
+                if lacking:
+                    raise GlueRuntimeMissing(glue_runtimes.not_installed(runtime, lacking))
             script = run_setup.resolve_script(job["Command"]["ScriptLocation"], work)
             plan = self._plan(job, args, work, note)
             spec = {
@@ -447,7 +475,18 @@ class Runner:
                                  if self.env.get(settings.ENV_PROFILE, settings.PROFILE_LOCAL)
                                  != settings.PROFILE_AWS else None),
             }
-            if not needs_spark(script.read_text(errors="replace")):
+            uses_spark = needs_spark(script.read_text(errors="replace"))
+            if not runtime.shared_driver:  # its own Spark driver, started by its process
+                note(f"GlueVersion {runtime.glue_version}: AWS Glue {runtime.glue_version}'s "
+                     f"runtime (Spark {runtime.spark}, Iceberg {runtime.iceberg}, "
+                     f"AWSGlueDataplanePython {runtime.awsglue}), on a Spark driver of its own")
+                if uses_spark:
+                    spec["own_driver"] = {
+                        "glue_version": runtime.glue_version, "conf": plan.conf,
+                        "jars": [str(j) for j in runtime.jars],
+                        "env": glue_runtimes.driver_env(self.env, self.state_dir, note)}
+                return self._run_process(spec, out, active, runtime)
+            if not uses_spark:
                 return self._run_process(spec, out, active)
             # from here on a dead driver is the run's cause of failure (also while its
             # settings are sorted out on the driver, before its process starts)
@@ -464,10 +503,11 @@ class Runner:
                 spec |= {"gateway": gateway_of(session), "conf": plan.conf}
                 return self._run_process(spec, out, active)
 
-    def _run_process(self, spec: dict, out, active: _Active) -> tuple[str, str | None]:
+    def _run_process(self, spec: dict, out, active: _Active,
+                     runtime: glue_runtimes.Runtime | None = None) -> tuple[str, str | None]:
         if active.ended_by:
             return "FAILED", None  # stopped while being prepared: _process names the state
-        proc = active.proc = self._take_process()
+        proc = active.proc = self._take_process(runtime)
         threading.Thread(target=_reap_group, args=(proc,), daemon=True).start()
         try:
             if active.ended_by:  # stopped in between: _end may have missed the process

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pipeline_contract import settings
@@ -14,13 +14,15 @@ from pipeline_contract.job_config import aws_spark_conf, catalog_token_conf, loc
 
 def session_conf(
     env: Mapping[str, str], app_name: str = "cdclab-glue", master: str = "local[2]",
-    extra_conf: Mapping[str, str] | None = None,
+    extra_conf: Mapping[str, str] | None = None, spark_jars: Sequence[Path] | None = None,
 ) -> dict[str, str]:
-    """All Spark settings for the session (pure: unit-testable without a JVM)."""
+    """All Spark settings for the session (pure: unit-testable without a JVM).
+    `spark_jars`: the Iceberg/S3A jars of the run's Glue version (default: the lab's)."""
     state = Path(env.get(settings.ENV_STATE_DIR, settings.state_dir())) / "spark"
     from glue_local import glue_jvm
 
-    jars = [*settings.spark_jars(), glue_jvm.jar_path()]
+    jars = [*(settings.spark_jars() if spark_jars is None else spark_jars),
+            glue_jvm.jar_path()]
     missing = [str(j) for j in jars if not j.exists()]
     if missing:
         raise FileNotFoundError(
@@ -78,7 +80,7 @@ def session_conf(
 
 def build_session(
     env: Mapping[str, str], app_name: str = "cdclab-glue", master: str = "local[2]",
-    extra_conf: Mapping[str, str] | None = None,
+    extra_conf: Mapping[str, str] | None = None, spark_jars: Sequence[Path] | None = None,
 ):
     """A local SparkSession configured like the Glue job (one JVM per process: if a
     session already exists, Spark returns it and static settings cannot change)."""
@@ -94,7 +96,7 @@ def build_session(
 
     glue_jvm.build()  # the JVM side of awsglue, once per source version
     builder = SparkSession.builder
-    for key, value in session_conf(env, app_name, master, extra_conf).items():
+    for key, value in session_conf(env, app_name, master, extra_conf, spark_jars).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     if env.get(settings.ENV_PROFILE, settings.PROFILE_LOCAL) != settings.PROFILE_AWS:

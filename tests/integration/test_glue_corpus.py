@@ -46,7 +46,7 @@ def run(client, name: str, timeout: float = 180) -> dict:
 
 
 def create(client, name: str, script: str, **args: str) -> None:
-    client.create_job(Name=name, Role="r", GlueVersion="5.0",
+    client.create_job(Name=name, Role="r", GlueVersion="5.1",
                       Command={"Name": "glueetl", "ScriptLocation": str(CORPUS / script)},
                       DefaultArguments={f"--{k}": v for k, v in args.items()})
 

@@ -37,7 +37,7 @@ def glue(tmp_path):
 def job(client, tmp_path: Path, name: str, source: str, **kw) -> None:
     script = tmp_path / f"{name}.py"
     script.write_text(textwrap.dedent(source))
-    client.create_job(Name=name, Role="r", GlueVersion="5.0",
+    client.create_job(Name=name, Role="r", GlueVersion="5.1",
                       Command={"Name": "glueetl", "ScriptLocation": str(script)}, **kw)
 
 

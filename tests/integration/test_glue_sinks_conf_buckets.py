@@ -89,7 +89,7 @@ def succeeded(client, name: str) -> str:
 def inline_job(client, tmp_path: Path, name: str, source: str, **args: str) -> None:
     script = tmp_path / f"{name}.py"
     script.write_text(source)
-    client.create_job(Name=name, Role="r", GlueVersion="5.0",
+    client.create_job(Name=name, Role="r", GlueVersion="5.1",
                       Command={"Name": "glueetl", "ScriptLocation": str(script)},
                       DefaultArguments={f"--{k}": v for k, v in args.items()})
 

@@ -182,7 +182,7 @@ BLOG_CONF = (
 
 def run_seed_blog_job(glue, endpoint: str, p, work: Path) -> dict[int, dict]:
     table = "hosts_silver_blog"
-    glue.create_job(Name="seed_blog", Role="r", GlueVersion="5.0",
+    glue.create_job(Name="seed_blog", Role="r", GlueVersion="5.1",
                     Command={"Name": "glueetl",
                              "ScriptLocation": str(CORPUS / "seed_blog_fixed.py")},
                     DefaultArguments={"--datalake-formats": "iceberg",

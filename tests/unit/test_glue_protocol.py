@@ -130,7 +130,7 @@ def test_glue_versions_other_than_5_0_and_5_1_are_refused_by_name(glue, tmp_path
             client.create_job(Name=f"v{version}", Role="r", GlueVersion=version, Command=command)
         message = str(err.value)
         assert f"cdclab: GlueVersion {version} is not supported locally" in message, message
-        assert why in message and "Glue 5.1's libraries" in message
+        assert why in message and "AWS Glue 5.0 (Spark 3.5.4)" in message
         assert "Set GlueVersion to 5.0 or 5.1" in message
     assert "v4.0" not in client.list_jobs()["JobNames"]
     # no GlueVersion: the lab's 5.1; UpdateJob without one keeps the job's (Glue API model)
