@@ -89,15 +89,18 @@ class CsvFormat:
         parquet = None
         if dms.data_format == "parquet":
             parquet = ParquetOptions(
-                dms.parquet_version, dms.parquet_timestamp_in_millisecond,
-                dms.enable_statistics, dms.encoding_type,
-                dms.data_page_size or DEFAULT_PAGE_BYTES,
-                dms.row_group_length or DEFAULT_ROW_GROUP_LENGTH,
-                dms.dict_page_size_limit or DEFAULT_PAGE_BYTES, gzipped)
-        return cls(dms.timestamp_column_name, dms.change_seq_column, dms.csv_delimiter,
-                   dms.csv_row_delimiter, dms.csv_null_value, dms.add_column_name,
-                   dms.include_op_for_full_load, ops, gzipped and parquet is None,
-                   dms.quote_empty_strings, dms.rfc4180, parquet)
+                version=dms.parquet_version, timestamp_millis=dms.parquet_timestamp_in_millisecond,
+                statistics=dms.enable_statistics, encoding=dms.encoding_type,
+                data_page_size=dms.data_page_size or DEFAULT_PAGE_BYTES,
+                row_group_length=dms.row_group_length or DEFAULT_ROW_GROUP_LENGTH,
+                dict_page_size_limit=dms.dict_page_size_limit or DEFAULT_PAGE_BYTES,
+                gzip=gzipped)
+        return cls(timestamp_column=dms.timestamp_column_name,
+                   change_seq_column=dms.change_seq_column, delimiter=dms.csv_delimiter,
+                   row_delimiter=dms.csv_row_delimiter, null_value=dms.csv_null_value,
+                   add_header=dms.add_column_name, op_for_full_load=dms.include_op_for_full_load,
+                   cdc_ops=ops, gzip=gzipped and parquet is None,
+                   quote_empty=dms.quote_empty_strings, rfc4180=dms.rfc4180, parquet=parquet)
 
     @property
     def cdc_op_column(self) -> bool:

@@ -52,6 +52,7 @@ from pipeline_contract.dms_format.table_mappings import (
     folder_conflicts,
 )
 from pipeline_contract.dms_format.values import RenderOptions, RowRenderer
+from pipeline_contract.settings import DmsSettings
 
 PHASE_FULL_LOAD = "full_load"
 PHASE_STREAMING = "streaming"
@@ -91,6 +92,9 @@ class EmitterConfig:
     # without mappings: the default ones add the key's before image ([dms]
     # before_image_columns)
     before_image: bool = True
+    # The whole checked [dms] section: a new setting is read from here (cfg.dms.<key>);
+    # the fields above are the parts tests vary one at a time.
+    dms: DmsSettings | None = None
 
     def __post_init__(self) -> None:
         if self.seq_layout not in (LAYOUT_DMS, LAYOUT_LSN):
@@ -135,14 +139,17 @@ class EmitterConfig:
             except (OSError, MappingError) as exc:
                 raise SystemExit(f"dms_emitter: pipeline.toml [source] table_mappings: "
                                  f"{exc}") from None
-        return cls(dsn, p.source.schema, p.source.table, p.source.primary_key, p.source.slot,
-                   p.source.publication, state / "emitter" / "state.json",
-                   fmt, interval, int(size_kb * 1024),
-                   d.max_file_size_kb * 1024, render, d.pk_update_handling,
-                   d.unchanged_toast, d.use_task_start_time_for_full_load_timestamp, mappings,
-                   d.fail_tasks_on_lob_truncation, d.migration_type,
-                   seq_layout=d.change_seq_layout, partitions=partitions,
-                   before_image=d.before_image_columns)
+        return cls(dsn=dsn, schema=p.source.schema, table=p.source.table,
+                   key=p.source.primary_key, slot=p.source.slot,
+                   publication=p.source.publication,
+                   state_path=state / "emitter" / "state.json", fmt=fmt, interval_s=interval,
+                   size_bytes=int(size_kb * 1024), max_file_bytes=d.max_file_size_kb * 1024,
+                   render=render, pk_update=d.pk_update_handling,
+                   unchanged_toast=d.unchanged_toast,
+                   task_start_time_for_full_load=d.use_task_start_time_for_full_load_timestamp,
+                   mappings=mappings, fail_on_lob_truncation=d.fail_tasks_on_lob_truncation,
+                   migration_type=d.migration_type, seq_layout=d.change_seq_layout,
+                   partitions=partitions, before_image=d.before_image_columns, dms=d)
 
     @property
     def qualified(self) -> str:
