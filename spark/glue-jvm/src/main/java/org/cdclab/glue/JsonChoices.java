@@ -124,6 +124,7 @@ public final class JsonChoices {
                                   boolean multiLine, boolean declared) {
     StructType schema = df.schema();
     for (StructField f : schema.fields()) if (f.name().equals("_corrupt_record")) return df;
+    if (!mayHoldChoice(schema, declared)) return df; // no field a choice could be: no pass
     spark.udf().register("cdclab_json_records", (UDF1<String, List<String>>) JsonChoices::records,
         DataTypes.createArrayType(DataTypes.StringType));
     DataType pathMap = DataTypes.createMapType(DataTypes.StringType,
@@ -168,6 +169,17 @@ public final class JsonChoices {
       cols.add(built.cast(f.dataType()).as(f.name(), f.metadata()));
     }
     return parsed.select(cols.toArray(new Column[0]));
+  }
+
+  /** A field that could be a choice: string (files alone) or a declared non-string scalar. */
+  static boolean mayHoldChoice(DataType t, boolean declared) {
+    if (t instanceof StructType s) {
+      for (StructField f : s.fields()) if (mayHoldChoice(f.dataType(), declared)) return true;
+      return false;
+    }
+    if (t instanceof ArrayType a) return mayHoldChoice(a.elementType(), declared);
+    if (t instanceof org.apache.spark.sql.types.MapType) return false;
+    return declared != t.equals(DataTypes.StringType);
   }
 
   private static List<String> names(List<Member> members) {
