@@ -350,8 +350,9 @@ def test_choices_from_multiline_and_catalog_json_and_nested_paths(glue, tmp_path
 
 
 def test_json_multiline_spellings_and_array_choices(glue, sdk_driver, tmp_path):  # noqa: F811
-    """multiLine and multiline both read multi-line JSON; a choice inside an array fails by
-    name; a long/double mix stays Spark's double."""
+    """multiLine and multiline both read multi-line JSON; AWS's array example (ResolveChoice
+    class: "myList[].price" with "cast:double") resolves a choice inside an array's structs;
+    a choice among an array's scalars fails by name; a long/double mix stays double."""
     from awsglue.context import GlueContext
 
     src, arr = tmp_path / "m", tmp_path / "a"
@@ -371,11 +372,37 @@ def test_json_multiline_spellings_and_array_choices(glue, sdk_driver, tmp_path):
         assert type(pid).__name__ == "ChoiceType", spelling
     with pytest.raises(Exception, match="multiLine=true and multiline=false disagree"):
         read(src, multiLine=True, multiline=False).count()
-    (arr / "p.json").write_text(json.dumps({"items": [{"price": 1}, {"price": "x"}]}))
-    with pytest.raises(Exception, match=r"cdclab: a choice inside an array \(field "
-                                        r"items\[\]\.price holds \[long, string\]\) is not "
+
+    lists = [{"id": 1, "myList": [{"price": 100.00}, {"price": "$100.00"}, {"n": 1}]},
+             {"id": 2, "myList": []}, {"id": 3}, {"id": 4, "myList": [{"price": 7}]}]
+    (arr / "p.json").write_text("\n".join(json.dumps(r) for r in lists))
+    frame = read(arr)
+    element = next(f for f in frame.schema().fields if f.name == "myList").dataType.elementType
+    price = next(f for f in element.fields if f.name == "price").dataType
+    assert type(price).__name__ == "ChoiceType" and list(price.choices) == [
+        "long", "double", "string"]
+    with pytest.raises(Exception, match=r"writing the unresolved choice fields \[myList\[\]"):
+        ctx.write_dynamic_frame.from_options(frame, "s3", {"path": f"file://{tmp_path}/o"},
+                                             format="json")
+    cast = frame.resolveChoice(specs=[("myList[].price", "cast:double")]).toDF().collect()
+
+    def as_double(v):
+        return float(v) if isinstance(v, (int, float)) else None  # "$100.00" does not cast
+
+    assert sorted((r.id, None if r.myList is None else [e.price for e in r.myList])
+                  for r in cast) == sorted(
+        (r["id"], None if "myList" not in r else [as_double(e.get("price"))
+                                                  for e in r["myList"]]) for r in lists)
+    made = frame.resolveChoice(choice="make_cols").toDF()
+    assert made.schema["myList"].dataType.elementType.names == [
+        "n", "price_long", "price_double", "price_string"]
+    scalars = tmp_path / "s"
+    scalars.mkdir()
+    (scalars / "p.json").write_text(json.dumps({"tags": [1, "x"]}))
+    with pytest.raises(Exception, match=r"cdclab: a choice inside an array of scalars \(field "
+                                        r"tags\[\] holds \[long, string\]\) is not "
                                         "supported locally"):
-        read(arr).count()
+        read(scalars).count()
     mixed = tmp_path / "n"
     mixed.mkdir()
     (mixed / "p.json").write_text(json.dumps({"n": 1}) + "\n" + json.dumps({"n": 2.5}))

@@ -6,6 +6,7 @@ import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.Metadata;
@@ -182,8 +183,14 @@ public final class ChoiceTypes {
     for (StructField f : t.fields()) {
       List<String> path = new ArrayList<>(prefix);
       path.add(f.name());
-      if (isChoice(f)) out.add(FieldPath.join(path));
-      else if (f.dataType() instanceof StructType s) collect(s, path, out);
+      if (isChoice(f)) {
+        out.add(FieldPath.join(path));
+      } else if (f.dataType() instanceof StructType s) {
+        collect(s, path, out);
+      } else if (f.dataType() instanceof ArrayType a && a.elementType() instanceof StructType s) {
+        path.set(path.size() - 1, f.name() + ARRAY);
+        collect(s, path, out);
+      }
     }
   }
 
@@ -202,15 +209,38 @@ public final class ChoiceTypes {
     return loose;
   }
 
-  /** The field at a path of structs, or null. */
+  private static final String ARRAY = "[]"; // a path segment's suffix: the array's elements
+
+  private static String bare(String segment) {
+    return segment.endsWith(ARRAY) ? segment.substring(0, segment.length() - 2) : segment;
+  }
+
+  /** The field at a path of structs (`list[]` for an array's elements), or null. */
   public static StructField fieldAt(StructType t, List<String> segments) {
     StructField f = null;
     DataType cur = t;
     for (String seg : segments) {
-      if (!(cur instanceof StructType s) || (f = field(s, seg)) == null) return null;
+      if (!(cur instanceof StructType s) || (f = field(s, bare(seg))) == null) return null;
       cur = f.dataType();
+      if (seg.endsWith(ARRAY)) {
+        if (!(cur instanceof ArrayType a)) return null;
+        cur = a.elementType();
+      }
     }
     return f;
+  }
+
+  /**
+   * The column of the top-level field top (read as src) with the field at path (its first
+   * segment names top) replaced by what leaf gives; null structs and arrays stay null.
+   */
+  public static Column rebuildTop(Column src, StructField top, List<String> path, Leaf leaf) {
+    List<String> rest = path.subList(1, path.size());
+    if (path.get(0).endsWith(ARRAY)) {
+      StructType element = (StructType) ((ArrayType) top.dataType()).elementType();
+      return functions.transform(src, e -> rebuild(e, element, rest, leaf));
+    }
+    return rebuild(src, (StructType) top.dataType(), rest, leaf);
   }
 
   /**
@@ -218,7 +248,7 @@ public final class ChoiceTypes {
    * gives; a null struct stays null.
    */
   public static Column rebuild(Column src, StructType t, List<String> rest, Leaf leaf) {
-    StructField target = field(t, rest.get(0));
+    StructField target = field(t, bare(rest.get(0)));
     List<Column> cols = new ArrayList<>();
     List<Column> tail = new ArrayList<>();
     for (StructField f : t.fields()) {
@@ -228,8 +258,7 @@ public final class ChoiceTypes {
       } else if (rest.size() == 1) {
         leaf.resolve(f, c, cols, tail);
       } else {
-        cols.add(rebuild(c, (StructType) f.dataType(), rest.subList(1, rest.size()), leaf)
-            .alias(f.name()));
+        cols.add(rebuildTop(c, f, rest, leaf).alias(f.name()));
       }
     }
     cols.addAll(tail);
@@ -242,11 +271,16 @@ public final class ChoiceTypes {
    * back (Spark's struct() drops nested field metadata); skip is the path resolved.
    */
   public static DataType remark(DataType built, DataType original, List<String> skip) {
+    if (built instanceof ArrayType b && original instanceof ArrayType o) {
+      return DataTypes.createArrayType(remark(b.elementType(), o.elementType(), skip),
+          b.containsNull());
+    }
     if (!(built instanceof StructType b) || !(original instanceof StructType o)) return built;
     List<StructField> out = new ArrayList<>();
     for (StructField f : b.fields()) {
       StructField was = field(o, f.name());
-      boolean onPath = skip != null && !skip.isEmpty() && skip.get(0).equalsIgnoreCase(f.name());
+      boolean onPath = skip != null && !skip.isEmpty()
+          && bare(skip.get(0)).equalsIgnoreCase(f.name());
       List<String> below = onPath ? skip.subList(1, skip.size()) : null;
       if (was != null && isChoice(was) && !(onPath && below.isEmpty())
           && was.dataType().catalogString().equals(f.dataType().catalogString())) {

@@ -67,6 +67,38 @@ public final class JsonChoices {
     return out;
   }
 
+  /** For each choice path inside an array (`list[].field`): each element's [kind, text]. */
+  static Map<String, List<List<String>>> elements(String record, Set<String> paths) {
+    Map<String, List<List<String>>> out = new HashMap<>();
+    JsonNode root = parse(record);
+    for (String path : paths) {
+      List<String> segs = FieldPath.split(path);
+      JsonNode node = root;
+      int i = 0;
+      for (; i < segs.size() && !segs.get(i).endsWith(ARRAY); i++) {
+        node = node == null ? null : node.get(segs.get(i));
+      }
+      String arrayName = segs.get(i).substring(0, segs.get(i).length() - ARRAY.length());
+      node = node == null ? null : node.get(arrayName);
+      if (node == null || !node.isArray()) continue;
+      List<List<String>> values = new ArrayList<>();
+      for (JsonNode e : node) {
+        JsonNode v = e;
+        for (int j = i + 1; j < segs.size() && v != null; j++) v = v.get(segs.get(j));
+        values.add(v == null || v.isNull() ? List.of("null", "") : List.of(kindOf(v),
+            v.isValueNode() ? v.asText() : v.toString()));
+      }
+      out.put(path, values);
+    }
+    return out;
+  }
+
+  private static String kindOf(JsonNode v) {
+    return v.isNull() ? "null" : v.isIntegralNumber() ? "long" : v.isNumber()
+        ? "double" : v.isBoolean() ? "boolean" : v.isTextual() ? "string"
+        : v.isObject() ? "struct" : "array";
+  }
+
   /** Each path of a record (inside arrays as `list[].field`): the JSON kinds it holds. */
   static Map<String, List<String>> kinds(String record) {
     Map<String, Set<String>> seen = new HashMap<>();
@@ -100,9 +132,7 @@ public final class JsonChoices {
 
   private static void visitValue(JsonNode v, List<String> path, Visit visit) {
     String name = FieldPath.join(path);
-    String kind = v.isNull() ? "null" : v.isIntegralNumber() ? "long" : v.isNumber()
-        ? "double" : v.isBoolean() ? "boolean" : v.isTextual() ? "string"
-        : v.isObject() ? "struct" : "array";
+    String kind = kindOf(v);
     visit.at(name, kind, v.isValueNode() ? v.asText() : v.toString());
     if (v.isObject()) {
       walk(v, path, visit);
@@ -150,22 +180,31 @@ public final class JsonChoices {
       DataType t = typeAt(schema, FieldPath.split(path));
       List<Member> members = members(path, t, new ArrayList<>(r.<String>getList(1)), declared);
       if (members == null) continue;
-      if (path.contains(ARRAY)) {
-        throw Unsupported.of("a choice inside an array (field " + path + " holds "
-            + names(members) + ")");
+      List<String> segs = FieldPath.split(path);
+      long arrays = segs.stream().filter(g -> g.endsWith(ARRAY)).count();
+      if (arrays > 1 || segs.get(segs.size() - 1).endsWith(ARRAY)) {
+        throw Unsupported.of("a choice inside " + (arrays > 1 ? "nested arrays" : "an array "
+            + "of scalars") + " (field " + path + " holds " + names(members) + ")");
       }
       choices.put(path, members);
     }
     if (choices.isEmpty()) return df;
     StructType parse = (StructType) retype(schema, new ArrayList<>(), choices, true);
     StructType target = (StructType) retype(schema, new ArrayList<>(), choices, false);
+    Set<String> inArrays = new LinkedHashSet<>();
+    for (String p : choices.keySet()) if (p.contains(ARRAY)) inArrays.add(p);
+    spark.udf().register("cdclab_json_elements",
+        (UDF1<String, Map<String, List<List<String>>>>) v -> elements(v, inArrays),
+        DataTypes.createMapType(DataTypes.StringType, DataTypes.createArrayType(
+            DataTypes.createArrayType(DataTypes.StringType))));
     Dataset<Row> parsed = text.select(
         functions.from_json(functions.col("value"), parse).as("r"),
-        functions.callUDF("cdclab_json_values", functions.col("value")).as("k"));
+        functions.callUDF("cdclab_json_values", functions.col("value")).as("k"),
+        functions.callUDF("cdclab_json_elements", functions.col("value")).as("ke"));
     List<Column> cols = new ArrayList<>();
     for (StructField f : target.fields()) {
-      Column built = build(functions.col("r").getField(f.name()), parse.apply(f.name()).dataType(),
-          List.of(f.name()), choices);
+      Column built = build(functions.col("r").getField(f.name()),
+          parse.apply(f.name()).dataType(), List.of(f.name()), choices, null);
       cols.add(built.cast(f.dataType()).as(f.name(), f.metadata()));
     }
     return parsed.select(cols.toArray(new Column[0]));
@@ -260,7 +299,13 @@ public final class JsonChoices {
       List<String> path = new ArrayList<>(prefix);
       path.add(f.name());
       List<Member> members = ch.get(FieldPath.join(path));
-      if (members == null) {
+      if (members == null && f.dataType() instanceof ArrayType a) {
+        List<String> elements = new ArrayList<>(prefix);
+        elements.add(f.name() + ARRAY);
+        out.add(new StructField(f.name(), DataTypes.createArrayType(
+            retype(a.elementType(), elements, ch, forParsing), a.containsNull()),
+            f.nullable(), f.metadata()));
+      } else if (members == null) {
         out.add(new StructField(f.name(), retype(f.dataType(), path, ch, forParsing),
             f.nullable(), f.metadata()));
       } else if (forParsing) {
@@ -276,13 +321,17 @@ public final class JsonChoices {
     return DataTypes.createStructType(out);
   }
 
-  /** The column at path built from the parsed record and each choice's [kind, text]. */
+  /**
+   * The column at path built from the parsed record and each choice's [kind, text]: the
+   * record's (k) or, inside an array, the element's (ke[path][index]).
+   */
   private static Column build(Column src, DataType parsedType, List<String> path,
-                              Map<String, List<Member>> choices) {
+                              Map<String, List<Member>> choices, Column index) {
     String name = FieldPath.join(path);
     List<Member> members = choices.get(name);
     if (members != null) {
-      Column entry = functions.col("k").getItem(name);
+      Column entry = index == null ? functions.col("k").getItem(name)
+          : functions.col("ke").getItem(name).apply(index); // apply: a column index
       List<Column> cols = new ArrayList<>();
       for (Member m : members) {
         cols.add(functions.when(entry.getItem(0).isin(m.kinds().toArray()),
@@ -292,12 +341,20 @@ public final class JsonChoices {
       return functions.when(entry.isNull().or(entry.getItem(0).equalTo("null")),
           functions.lit(null)).otherwise(functions.struct(cols.toArray(new Column[0])));
     }
+    if (parsedType instanceof ArrayType a && index == null
+        && holdsChoice(name + ARRAY, choices)) {
+      List<String> elements = new ArrayList<>(path);
+      elements.set(elements.size() - 1, path.get(path.size() - 1) + ARRAY);
+      DataType et = a.elementType();
+      return functions.transform(src, (e, i) -> build(e, et, elements, choices, i));
+    }
     if (!(parsedType instanceof StructType s) || !holdsChoice(name, choices)) return src;
     List<Column> cols = new ArrayList<>();
     for (StructField f : s.fields()) {
       List<String> child = new ArrayList<>(path);
       child.add(f.name());
-      cols.add(build(src.getField(f.name()), f.dataType(), child, choices).alias(f.name()));
+      cols.add(build(src.getField(f.name()), f.dataType(), child, choices, index)
+          .alias(f.name()));
     }
     return functions.when(src.isNull(), functions.lit(null))
         .otherwise(functions.struct(cols.toArray(new Column[0])));

@@ -310,14 +310,13 @@ public class DynamicFrame {
         ? FieldPath.type(action.substring(action.indexOf(':') + 1)) : null;
     StructField top = ChoiceTypes.fieldAt(in.schema(), seg.subList(0, 1));
     Column src = in.col("`" + top.name().replace("`", "``") + "`");
-    Column rebuilt = ChoiceTypes.rebuild(src, (StructType) top.dataType(),
-        seg.subList(1, seg.size()), (f, c, cols, tail) -> {
+    Column rebuilt = ChoiceTypes.rebuildTop(src, top, seg, (f, c, cols, tail) -> {
           if (to != null) cols.add(c.cast(to).alias(f.name()));
           else ChoiceTypes.resolveInto(f, c, path, action, catalog, cols, tail);
         });
     Dataset<Row> out = in.withColumn(top.name(), rebuilt);
     DataType marked = ChoiceTypes.remark(out.schema().apply(top.name()).dataType(),
-        top.dataType(), seg.subList(1, seg.size()));
+        top.dataType(), seg.subList(1, seg.size()));  // below top (its elements, if an array)
     return out.withColumn(top.name(), out.col("`" + top.name().replace("`", "``") + "`")
         .cast(marked));
   }
