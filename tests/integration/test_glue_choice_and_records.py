@@ -393,6 +393,9 @@ def test_json_multiline_spellings_and_array_choices(glue, sdk_driver, tmp_path):
                   for r in cast) == sorted(
         (r["id"], None if "myList" not in r else [as_double(e.get("price"))
                                                   for e in r["myList"]]) for r in lists)
+    # toDF keeps an unresolved choice as its struct, no longer marked as a choice
+    kept = frame.toDF().schema["myList"].dataType.elementType["price"]
+    assert kept.dataType.names == ["long", "double", "string"] and kept.metadata == {}
     made = frame.resolveChoice(choice="make_cols").toDF()
     assert made.schema["myList"].dataType.elementType.names == [
         "n", "price_long", "price_double", "price_string"]

@@ -91,7 +91,11 @@ public class DynamicFrame {
   /** toDF: choices the specs do not resolve become structs of their types (Glue's
    * ResolveOption default, KeepAsStruct). */
   public Dataset<Row> toDF(Seq<ResolveSpec> specs) {
-    return ChoiceTypes.resolveAll(resolve(df, list(specs), null), "make_struct", null);
+    Dataset<Row> out = ChoiceTypes.resolveAll(resolve(df, list(specs), null), "make_struct", null);
+    for (String path : ChoiceTypes.choiceFields(out.schema())) { // those inside structs
+      out = resolveNested(out, FieldPath.split(path), path, "make_struct", null);
+    }
+    return out;
   }
 
   public long count() {
