@@ -6,6 +6,7 @@ import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.Metadata;
@@ -87,34 +88,29 @@ public final class ChoiceTypes {
     return raw.isNotNull().and(raw.notEqual("")).and(raw.cast(f.dataType()).isNull());
   }
 
-  private static StructField field(StructType t, String name) {
-    for (StructField f : t.fields()) if (f.name().equals(name)) return f;
-    return null;
-  }
-
   /** cast:T: every member's value cast to T (a value that does not cast is null). */
-  public static Column cast(StructField choice, DataType to) {
+  public static Column cast(StructField choice, Column src, DataType to) {
     List<Column> casts = new ArrayList<>();
     for (StructField m : ((StructType) choice.dataType()).fields()) {
-      casts.add(col(choice.name()).getField(m.name()).cast(to));
+      casts.add(src.getField(m.name()).cast(to));
     }
     return functions.coalesce(casts.toArray(new Column[0]));
   }
 
   /** project:T: the values of type T; the others are null. */
-  public static Column project(StructField choice, String glueType, DataType to) {
+  public static Column project(StructField choice, Column src, String glueType, DataType to) {
     StructField m = member(choice, glueType);
-    return m == null ? functions.lit(null).cast(to)
-        : col(choice.name()).getField(m.name()).cast(to);
+    return m == null ? functions.lit(null).cast(to) : src.getField(m.name()).cast(to);
   }
 
   /** make_struct (and toDF): the struct itself, no longer a choice. */
-  public static Column struct(StructField choice) {
+  public static Column struct(StructField choice, Column src) {
     List<Column> members = new ArrayList<>(); // a new struct: the alias would keep the mark
     for (StructField m : ((StructType) choice.dataType()).fields()) {
-      members.add(col(choice.name()).getField(m.name()).alias(m.name()));
+      members.add(src.getField(m.name()).alias(m.name()));
     }
-    return functions.struct(members.toArray(new Column[0])).alias(choice.name());
+    return functions.when(src.isNull(), functions.lit(null))
+        .otherwise(functions.struct(members.toArray(new Column[0]))).alias(choice.name());
   }
 
   /**
@@ -141,123 +137,159 @@ public final class ChoiceTypes {
   public static void resolveInto(StructField f, String action,
                                  java.util.function.Function<String, DataType> catalog,
                                  List<Column> cols, List<Column> tail) {
+    resolveInto(f, col(f.name()), f.name(), action, catalog, cols, tail);
+  }
+
+  /** The same for the choice f read from src; path names it for match_catalog. */
+  public static void resolveInto(StructField f, Column src, String path, String action,
+                                 java.util.function.Function<String, DataType> catalog,
+                                 List<Column> cols, List<Column> tail) {
     String name = f.name();
     if (action.startsWith("cast:")) {
-      cols.add(cast(f, FieldPath.type(action.substring(5))).alias(name));
+      cols.add(cast(f, src, FieldPath.type(action.substring(5))).alias(name));
     } else if (action.startsWith("project:")) {
       String t = action.substring(8).trim().toLowerCase();
-      cols.add(project(f, t, FieldPath.type(t)).alias(name));
+      cols.add(project(f, src, t, FieldPath.type(t)).alias(name));
     } else if (action.equals("make_struct") || action.equals("KeepAsStruct")) {
-      cols.add(struct(f));
+      cols.add(struct(f, src));
     } else if (action.equals("make_cols")) {
       boolean first = true;
       for (StructField m : ((StructType) f.dataType()).fields()) {
-        Column c = col(name).getField(m.name()).alias(name + "_" + m.name());
+        Column c = src.getField(m.name()).alias(name + "_" + m.name());
         if (first) cols.add(c);
         else tail.add(c);
         first = false;
       }
     } else if (action.equals("match_catalog")) {
-      DataType t = catalog == null ? null : catalog.apply(name);
+      DataType t = catalog == null ? null : catalog.apply(path);
       if (t == null) {
         throw new IllegalArgumentException("cdclab: resolveChoice match_catalog: the catalog "
-            + "table has no column " + name + " for the choice field of that name");
+            + "table has no column " + path + " for the choice field of that name");
       }
-      cols.add(cast(f, t).alias(name));
+      cols.add(cast(f, src, t).alias(name));
     } else {
       throw Unsupported.of("resolveChoice action " + action);
     }
   }
 
-  // --- JSON: a top-level field whose records hold scalars of different JSON types ---------
-  private static final List<String> JSON_KINDS = List.of("long", "double", "boolean", "string");
-  private static final com.fasterxml.jackson.databind.ObjectMapper JSON =
-      new com.fasterxml.jackson.databind.ObjectMapper();
-
-  /** Each top-level key of a JSON line: [its JSON kind, its scalar text]. */
-  static java.util.Map<String, List<String>> kinds(String line) {
-    java.util.Map<String, List<String>> out = new java.util.HashMap<>();
-    if (line == null) return out;
-    com.fasterxml.jackson.databind.JsonNode node;
-    try {
-      node = JSON.readTree(line);
-    } catch (java.io.IOException e) {
-      return out; // Spark's reader has already made it a corrupt record
-    }
-    if (node == null || !node.isObject()) return out;
-    node.fields().forEachRemaining(e -> {
-      com.fasterxml.jackson.databind.JsonNode v = e.getValue();
-      String kind = v.isNull() ? "null" : v.isIntegralNumber() ? "long" : v.isNumber()
-          ? "double" : v.isBoolean() ? "boolean" : v.isTextual() ? "string"
-          : v.isObject() ? "struct" : "array";
-      out.put(e.getKey(), List.of(kind, v.isValueNode() ? v.asText() : v.toString()));
-    });
+  /** The Glue paths of the choice fields, top-level and inside structs. */
+  public static List<String> choiceFields(StructType t) {
+    List<String> out = new ArrayList<>();
+    collect(t, new ArrayList<>(), out);
     return out;
+  }
+
+  private static void collect(StructType t, List<String> prefix, List<String> out) {
+    for (StructField f : t.fields()) {
+      List<String> path = new ArrayList<>(prefix);
+      path.add(f.name());
+      if (isChoice(f)) {
+        out.add(FieldPath.join(path));
+      } else if (f.dataType() instanceof StructType s) {
+        collect(s, path, out);
+      } else if (f.dataType() instanceof ArrayType a && a.elementType() instanceof StructType s) {
+        path.set(path.size() - 1, f.name() + ARRAY);
+        collect(s, path, out);
+      }
+    }
+  }
+
+  /** What replaces the field at a nested path: columns in its place and at its struct's end. */
+  public interface Leaf {
+    void resolve(StructField f, Column src, List<Column> cols, List<Column> tail);
+  }
+
+  /** The field of a struct by name, exact or else ignoring case (Glue's paths), or null. */
+  public static StructField field(StructType t, String name) {
+    StructField loose = null;
+    for (StructField f : t.fields()) {
+      if (f.name().equals(name)) return f;
+      if (loose == null && f.name().equalsIgnoreCase(name)) loose = f;
+    }
+    return loose;
+  }
+
+  private static final String ARRAY = "[]"; // a path segment's suffix: the array's elements
+
+  private static String bare(String segment) {
+    return segment.endsWith(ARRAY) ? segment.substring(0, segment.length() - 2) : segment;
+  }
+
+  /** The field at a path of structs (`list[]` for an array's elements), or null. */
+  public static StructField fieldAt(StructType t, List<String> segments) {
+    StructField f = null;
+    DataType cur = t;
+    for (String seg : segments) {
+      if (!(cur instanceof StructType s) || (f = field(s, bare(seg))) == null) return null;
+      cur = f.dataType();
+      if (seg.endsWith(ARRAY)) {
+        if (!(cur instanceof ArrayType a)) return null;
+        cur = a.elementType();
+      }
+    }
+    return f;
   }
 
   /**
-   * A JSON source read by Spark's reader (df) over the same files: a top-level field Spark
-   * typed string whose records hold strings and numbers or booleans becomes a choice, as
-   * Glue's reader makes it (Spark widens such a field to string). One pass over the lines
-   * finds the kinds; a second reads the choice fields' values by kind.
+   * The column of the top-level field top (read as src) with the field at path (its first
+   * segment names top) replaced by what leaf gives; null structs and arrays stay null.
    */
-  public static Dataset<Row> fromJson(org.apache.spark.sql.SparkSession spark, Dataset<Row> df,
-                                      String[] files) {
-    List<String> candidates = new ArrayList<>();
-    for (StructField f : df.schema().fields()) {
-      if (f.name().equals("_corrupt_record")) return df;
-      if (f.dataType().equals(DataTypes.StringType)) candidates.add(f.name());
+  public static Column rebuildTop(Column src, StructField top, List<String> path, Leaf leaf) {
+    List<String> rest = path.subList(1, path.size());
+    if (path.get(0).endsWith(ARRAY)) {
+      StructType element = (StructType) ((ArrayType) top.dataType()).elementType();
+      return functions.transform(src, e -> rebuild(e, element, rest, leaf));
     }
-    if (candidates.isEmpty()) return df;
-    spark.udf().register("cdclab_json_kinds",
-        (org.apache.spark.sql.api.java.UDF1<String, java.util.Map<String, List<String>>>)
-            ChoiceTypes::kinds,
-        DataTypes.createMapType(DataTypes.StringType,
-            DataTypes.createArrayType(DataTypes.StringType)));
-    Dataset<Row> text = spark.read().text(files)
-        .where(functions.trim(functions.col("value")).notEqual(""));
-    Column kindsOf = functions.callUDF("cdclab_json_kinds", functions.col("value"));
-    List<Row> seen = text.select(functions.explode(kindsOf).as(new String[] {"k", "v"}))
-        .where(functions.col("k").isin(candidates.toArray())
-            .and(functions.col("v").getItem(0).notEqual("null")))
-        .groupBy("k").agg(functions.collect_set(functions.col("v").getItem(0))).collectAsList();
-    java.util.Map<String, List<String>> choices = new java.util.HashMap<>();
-    for (Row r : seen) {
-      List<String> types = new ArrayList<>(r.<String>getList(1));
-      if (types.size() < 2) continue;
-      if (!JSON_KINDS.containsAll(types)) {
-        throw Unsupported.of("a JSON field holding objects or arrays and other values (a "
-            + "choice of " + types + " in field " + r.getString(0) + ")");
-      }
-      types.sort(java.util.Comparator.comparingInt(JSON_KINDS::indexOf));
-      choices.put(r.getString(0), types);
-    }
-    if (choices.isEmpty()) return df;
-    Dataset<Row> parsed = text.select(
-        functions.from_json(functions.col("value"), df.schema()).as("r"), kindsOf.as("k"));
-    List<Column> cols = new ArrayList<>();
-    for (StructField f : df.schema().fields()) {
-      Column plain = functions.col("r").getField(f.name());
-      List<String> types = choices.get(f.name());
-      if (types == null) {
-        cols.add(plain.alias(f.name()));
-        continue;
-      }
-      Column entry = functions.col("k").getItem(f.name());
-      List<Column> members = new ArrayList<>();
-      for (String t : types) {
-        members.add(functions.when(entry.getItem(0).equalTo(t),
-            entry.getItem(1).cast(FieldPath.type(t))).alias(t));
-      }
-      cols.add(functions.struct(members.toArray(new Column[0])).as(f.name(), marked()));
-    }
-    return parsed.select(cols.toArray(new Column[0]));
+    return rebuild(src, (StructType) top.dataType(), rest, leaf);
   }
 
-  /** The names of top-level choice fields. */
-  public static List<String> choiceFields(StructType t) {
-    List<String> out = new ArrayList<>();
-    for (StructField f : t.fields()) if (isChoice(f)) out.add(f.name());
-    return out;
+  /**
+   * The struct src (of type t) with the field at rest (a path below it) replaced by what leaf
+   * gives; a null struct stays null.
+   */
+  public static Column rebuild(Column src, StructType t, List<String> rest, Leaf leaf) {
+    StructField target = field(t, bare(rest.get(0)));
+    List<Column> cols = new ArrayList<>();
+    List<Column> tail = new ArrayList<>();
+    for (StructField f : t.fields()) {
+      Column c = src.getField(f.name());
+      if (f != target) {
+        cols.add(c.alias(f.name()));
+      } else if (rest.size() == 1) {
+        leaf.resolve(f, c, cols, tail);
+      } else {
+        cols.add(rebuildTop(c, f, rest, leaf).alias(f.name()));
+      }
+    }
+    cols.addAll(tail);
+    return functions.when(src.isNull(), functions.lit(null))
+        .otherwise(functions.struct(cols.toArray(new Column[0])));
+  }
+
+  /**
+   * The type built by rebuild with the choice marks of the original's untouched fields put
+   * back (Spark's struct() drops nested field metadata); skip is the path resolved.
+   */
+  public static DataType remark(DataType built, DataType original, List<String> skip) {
+    if (built instanceof ArrayType b && original instanceof ArrayType o) {
+      return DataTypes.createArrayType(remark(b.elementType(), o.elementType(), skip),
+          b.containsNull());
+    }
+    if (!(built instanceof StructType b) || !(original instanceof StructType o)) return built;
+    List<StructField> out = new ArrayList<>();
+    for (StructField f : b.fields()) {
+      StructField was = field(o, f.name());
+      boolean onPath = skip != null && !skip.isEmpty()
+          && bare(skip.get(0)).equalsIgnoreCase(f.name());
+      List<String> below = onPath ? skip.subList(1, skip.size()) : null;
+      if (was != null && isChoice(was) && !(onPath && below.isEmpty())
+          && was.dataType().catalogString().equals(f.dataType().catalogString())) {
+        out.add(new StructField(f.name(), f.dataType(), f.nullable(), marked()));
+      } else {
+        DataType inner = was == null ? f.dataType() : remark(f.dataType(), was.dataType(), below);
+        out.add(new StructField(f.name(), inner, f.nullable(), f.metadata()));
+      }
+    }
+    return DataTypes.createStructType(out);
   }
 }

@@ -55,6 +55,27 @@ public final class Formats {
     }
   }
 
+  /**
+   * The multiLine format option. AWS's format pages name it `multiLine`; their JSON example
+   * and Glue Studio's scripts write `"multiline": True`, and both take effect on Glue, so
+   * either spelling is read; given both with different values is an error naming them.
+   */
+  public static boolean multiLine(JsonOptions o) {
+    Boolean found = null;
+    String foundKey = null;
+    for (Map.Entry<String, Object> e : o.asMap().entrySet()) {
+      if (!e.getKey().equalsIgnoreCase("multiLine") || e.getValue() == null) continue;
+      boolean v = o.getBoolean(e.getKey(), false);
+      if (found != null && found != v) {
+        throw new IllegalArgumentException("cdclab: format_options " + foundKey + "=" + found
+            + " and " + e.getKey() + "=" + v + " disagree; give multiLine once");
+      }
+      found = v;
+      foundKey = e.getKey();
+    }
+    return found != null && found;
+  }
+
   /** Spark reader options for a Glue format and its format_options. */
   public static Map<String, String> readerOptions(String format, JsonOptions o) {
     Map<String, String> out = new LinkedHashMap<>();
@@ -67,12 +88,12 @@ public final class Formats {
         // Without an escaper a doubled quote inside quotes is one quote (RFC 4180).
         out.put("escape", o.getString("escaper", "-1".equals(quote) ? "\\" : quote));
         out.put("header", String.valueOf(o.getBoolean("withHeader", false)));
-        out.put("multiLine", String.valueOf(o.getBoolean("multiLine", false)));
+        out.put("multiLine", String.valueOf(multiLine(o)));
         out.put("mode", "PERMISSIVE");
         out.put("nullValue", UNQUOTED_EMPTY_MARK);
         out.put("emptyValue", "");
       }
-      case "json" -> out.put("multiLine", String.valueOf(o.getBoolean("multiLine", false)));
+      case "json" -> out.put("multiLine", String.valueOf(multiLine(o)));
       default -> { }
     }
     return out;

@@ -22,6 +22,7 @@ import org.cdclab.glue.ChoiceTypes;
 import org.cdclab.glue.IcebergTables;
 import org.cdclab.glue.Formats;
 import org.cdclab.glue.JobRun;
+import org.cdclab.glue.JsonChoices;
 import org.cdclab.glue.Listing;
 import org.cdclab.glue.SourceFile;
 import org.cdclab.glue.Unsupported;
@@ -139,7 +140,9 @@ public class DataSource {
       // How Glue maps OpenCSVSerde's escapeChar is not public (docs/glue-fidelity.md); cdclab
       // reads RFC 4180 (a doubled quote inside quotes is one quote), what DMS writes. The
       // escaper applies only when set as a format option (additional_options "escaper").
-      fo.put("multiLine", true); // DMS and OpenCSV quote embedded newlines
+      if (additional.asMap().keySet().stream().noneMatch("multiLine"::equalsIgnoreCase)) {
+        fo.put("multiLine", true); // DMS and OpenCSV quote embedded newlines
+      }
     }
     JsonOptions formatOptions = new JsonOptions(fo).merge(additional);
     DataSource source = new DataSource(glue, "catalog table " + table.name(), ctx, additional,
@@ -260,12 +263,12 @@ public class DataSource {
         strings.add(DataTypes.createStructField(f.name(), DataTypes.StringType, true));
       }
       df = reader.schema(DataTypes.createStructType(strings)).load(literal);
-    } else if (catalogSchema != null) {
-      df = reader.schema(catalogSchema).load(literal);
     } else {
-      df = reader.load(literal);
-      if (format.equals("json") && !formatOptions.getBoolean("multiLine", false)) {
-        df = ChoiceTypes.fromJson(spark, df, literal); // Glue's choices from mixed values
+      df = catalogSchema != null ? reader.schema(catalogSchema).load(literal)
+          : reader.load(literal);
+      if (format.equals("json")) { // Glue's choices from mixed values (JsonChoices)
+        df = JsonChoices.read(spark, df, literal, Formats.multiLine(formatOptions),
+            catalogSchema != null);
       }
     }
     if (fileColumn != null || timeColumn != null) {

@@ -91,7 +91,11 @@ public class DynamicFrame {
   /** toDF: choices the specs do not resolve become structs of their types (Glue's
    * ResolveOption default, KeepAsStruct). */
   public Dataset<Row> toDF(Seq<ResolveSpec> specs) {
-    return ChoiceTypes.resolveAll(resolve(df, list(specs), null), "make_struct", null);
+    Dataset<Row> out = ChoiceTypes.resolveAll(resolve(df, list(specs), null), "make_struct", null);
+    for (String path : ChoiceTypes.choiceFields(out.schema())) { // those inside structs
+      out = resolveNested(out, FieldPath.split(path), path, "make_struct", null);
+    }
+    return out;
   }
 
   public long count() {
@@ -235,10 +239,8 @@ public class DynamicFrame {
       }
       CatalogTable t = CatalogTable.resolve(database.get(), tableName.get(),
           catalogId.isDefined() ? catalogId.get() : null, "resolveChoice match_catalog on");
-      for (StructField f : DataSource.schema(t.columns()).fields()) {
-        if (f.name().equalsIgnoreCase(name)) return f.dataType();
-      }
-      return null;
+      StructField f = ChoiceTypes.fieldAt(DataSource.schema(t.columns()), FieldPath.split(name));
+      return f == null ? null : f.dataType();
     };
     Dataset<Row> out = resolve(df, list(specs), catalog);
     if (choice.isDefined()) {
@@ -249,6 +251,9 @@ public class DynamicFrame {
       }
       // AWS: choice is "a single resolution for all ChoiceTypes"; other fields stay
       out = ChoiceTypes.resolveAll(out, action, catalog);
+      for (String path : ChoiceTypes.choiceFields(out.schema())) { // those inside structs
+        out = resolveNested(out, FieldPath.split(path), path, action, catalog);
+      }
     }
     return with(out);
   }
@@ -272,8 +277,10 @@ public class DynamicFrame {
         }
         cols.addAll(tail);
         out = out.select(cols.toArray(new Column[0]));
+      } else if (seg.size() > 1 && ChoiceTypes.fieldAt(out.schema(), seg) != null) {
+        out = resolveNested(out, seg, s.path, action, catalog);
       } else if (action.startsWith("cast:") || action.startsWith("project:")) {
-        if (seg.size() != 1) throw Unsupported.of("resolveChoice on a nested path (" + s.path + ")");
+        if (seg.size() != 1) return out; // no such field: nothing to resolve
         String type = action.substring(action.indexOf(':') + 1);
         if (has(out.schema(), seg.get(0))) {
           out = out.withColumn(seg.get(0), out.col(FieldPath.sparkName(seg)).cast(FieldPath.type(type)));
@@ -284,6 +291,38 @@ public class DynamicFrame {
       }
     }
     return out;
+  }
+
+  /**
+   * A spec on a path inside structs (`provider.id`): a choice there is resolved as at the
+   * top level, its new fields in its struct; cast:/project: cast a field that is no choice.
+   */
+  private static Dataset<Row> resolveNested(Dataset<Row> in, List<String> seg, String path,
+      String action, java.util.function.Function<String, DataType> catalog) {
+    StructField leaf = ChoiceTypes.fieldAt(in.schema(), seg);
+    boolean cast = action.startsWith("cast:") || action.startsWith("project:");
+    if (!ChoiceTypes.isChoice(leaf)) {
+      if (!cast) {
+        if (List.of("make_cols", "make_struct", "match_catalog", "KeepAsStruct")
+            .contains(action)) {
+          return in;
+        }
+        throw Unsupported.of("resolveChoice action " + action);
+      }
+    }
+    DataType to = cast && !ChoiceTypes.isChoice(leaf)
+        ? FieldPath.type(action.substring(action.indexOf(':') + 1)) : null;
+    StructField top = ChoiceTypes.fieldAt(in.schema(), seg.subList(0, 1));
+    Column src = in.col("`" + top.name().replace("`", "``") + "`");
+    Column rebuilt = ChoiceTypes.rebuildTop(src, top, seg, (f, c, cols, tail) -> {
+          if (to != null) cols.add(c.cast(to).alias(f.name()));
+          else ChoiceTypes.resolveInto(f, c, path, action, catalog, cols, tail);
+        });
+    Dataset<Row> out = in.withColumn(top.name(), rebuilt);
+    DataType marked = ChoiceTypes.remark(out.schema().apply(top.name()).dataType(),
+        top.dataType(), seg.subList(1, seg.size()));  // below top (its elements, if an array)
+    return out.withColumn(top.name(), out.col("`" + top.name().replace("`", "``") + "`")
+        .cast(marked));
   }
 
   private static StructField field(StructType schema, String name) {
