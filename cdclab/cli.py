@@ -359,12 +359,13 @@ def cmd_tables(args: argparse.Namespace) -> int:
     from cdclab.tables_sync import published_specs, sync
 
     env = _runtime().require("postgres", "minio", "glue")
+    p = settings.load_pipeline()
     skipped: dict[str, str] = {}
     if args.sync:
-        report = sync(env, progress=say)
+        report = sync(env, p, progress=say)
         specs, skipped = report.specs, report.skipped
     else:
-        specs = published_specs(env)
+        specs = published_specs(env, p)
     if args.json:
         print(json.dumps({"tables": specs, "skipped": skipped}, indent=1))
         return 0

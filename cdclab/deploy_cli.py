@@ -12,7 +12,7 @@ from typing import Any
 
 from deploy.options import ACCOUNT_PLACEHOLDER, DEFAULT_STACK, DeployError, DeployOptions
 from deploy.plan import Plan, build_plan, destroy_options
-from pipeline_contract.settings import DEFAULT_REGION, PROFILE_AWS, load_pipeline
+from pipeline_contract.settings import DEFAULT_REGION, PROFILE_AWS, PipelineSettings, load_pipeline
 from pipeline_contract.settings_check import SettingsError
 from pipeline_contract.table_names import NameCollision, check_names
 
@@ -124,10 +124,11 @@ def _plan(args: argparse.Namespace, *, for_destroy: bool = False) -> tuple[Plan,
     opts = options_from_args(args, account)
     if for_destroy:
         return build_plan(load_pipeline(), destroy_options(opts)), session
-    return build_plan(load_pipeline(), opts, table_specs(args)), session
+    p = load_pipeline()
+    return build_plan(p, opts, table_specs(args, p)), session
 
 
-def table_specs(args: argparse.Namespace) -> list[dict]:
+def table_specs(args: argparse.Namespace, p: PipelineSettings) -> list[dict]:
     """The tables the deployed job merges: --tables-config, else the running lab's
     (the lab's source has the schema the AWS source has: that is the point of the lab)."""
     import json
@@ -141,7 +142,7 @@ def table_specs(args: argparse.Namespace) -> list[dict]:
             from cdclab.runtime import current
             from cdclab.tables_sync import published_specs
 
-            specs = published_specs(current().require("minio"))
+            specs = published_specs(current().require("minio"), p)
         except Exception as exc:  # no lab running: say what to do
             if args.dry_run:
                 print(f"cdclab deploy: no table specs ({exc}); the plan has no bronze "

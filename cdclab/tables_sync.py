@@ -146,9 +146,8 @@ def publish(env: Mapping[str, str], p: settings.PipelineSettings,
                               Body=json.dumps(tables_document(specs), indent=1).encode())
 
 
-def sync(env: Mapping[str, str], p: settings.PipelineSettings | None = None,
+def sync(env: Mapping[str, str], p: settings.PipelineSettings,
          progress: Callable[[str], None] = lambda _m: None) -> SyncReport:
-    p = p or settings.load_pipeline()
     report = build_specs(source_tables(env[settings.ENV_PG_DSN], p), p)
     publish(env, p, report.specs)
     for line in report.lines():
@@ -157,11 +156,10 @@ def sync(env: Mapping[str, str], p: settings.PipelineSettings | None = None,
 
 
 def published_specs(env: Mapping[str, str],
-                    p: settings.PipelineSettings | None = None) -> list[dict[str, Any]]:
+                    p: settings.PipelineSettings) -> list[dict[str, Any]]:
     """The specs the job reads now (empty before the first sync)."""
     from cdclab.services.minio import s3_client
 
-    p = p or settings.load_pipeline()
     bucket, key = p.tables_config.removeprefix("s3://").split("/", 1)
     s3 = s3_client(env)
     try:

@@ -19,7 +19,6 @@ from pipeline_contract.settings import (
     ENV_S3_ENDPOINT,
     GlueJobSettings,
     PipelineSettings,
-    load_pipeline,
 )
 
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
@@ -39,17 +38,15 @@ def _common_conf(p: PipelineSettings) -> dict[str, str]:
     }
 
 
-def aws_spark_conf(p: PipelineSettings | None = None) -> dict[str, str]:
+def aws_spark_conf(p: PipelineSettings) -> dict[str, str]:
     """Catalog settings for AWS Glue 5.1: Glue Data Catalog + S3FileIO."""
-    p = p or load_pipeline()
     conf = _common_conf(p)
     conf[f"spark.sql.catalog.{p.lake.catalog_name}.catalog-impl"] = GLUE_CATALOG
     return conf
 
 
-def local_spark_conf(env: Mapping[str, str], p: PipelineSettings | None = None) -> dict[str, str]:
+def local_spark_conf(env: Mapping[str, str], p: PipelineSettings) -> dict[str, str]:
     """Catalog settings for the local runner: Iceberg REST catalog + MinIO."""
-    p = p or load_pipeline()
     cat = f"spark.sql.catalog.{p.lake.catalog_name}"
     s3 = env[ENV_S3_ENDPOINT]
     region = env.get(ENV_REGION, DEFAULT_REGION)
@@ -123,10 +120,9 @@ def maintenance_arguments(p: PipelineSettings) -> dict[str, str]:
 
 
 def glue_default_arguments(
-    p: PipelineSettings | None = None, *, temp_dir: str | None = None
+    p: PipelineSettings, *, temp_dir: str | None = None
 ) -> dict[str, str]:
     """DefaultArguments of the Glue job, identical in the local Glue API and on AWS."""
-    p = p or load_pipeline()
     args = {
         "--datalake-formats": "iceberg",
         "--conf": conf_argument(aws_spark_conf(p)),

@@ -146,14 +146,13 @@ def admin_client(endpoint: str, access_key: str, secret_key: str):
                       secure=url.scheme == "https")
 
 
-def ensure_users(env: Mapping[str, str], p: settings.PipelineSettings | None = None,
+def ensure_users(env: Mapping[str, str], p: settings.PipelineSettings,
                  admin=None) -> list[str]:
     """Create or update every service's policy and user, and attach the one to the other
     (idempotent: run at each MinIO start). Returns the user names it set up."""
     users = parse_users(env.get(ENV_MINIO_USERS, ""))
     if not users:
         return []
-    p = p or settings.load_pipeline()
     admin = admin or admin_client(env[settings.ENV_S3_ENDPOINT], env[settings.ENV_ACCESS_KEY],
                                   env[settings.ENV_SECRET_KEY])
     for name, (access, secret) in users.items():

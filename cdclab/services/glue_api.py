@@ -191,10 +191,9 @@ def pipeline_job_definition(p: settings.PipelineSettings, role: str = LOCAL_ROLE
                           arguments=glue_default_arguments(p))
 
 
-def register_job(glue_client, p: settings.PipelineSettings | None = None,
+def register_job(glue_client, p: settings.PipelineSettings,
                  role: str = LOCAL_ROLE) -> str:
     """Idempotent CreateJob/UpdateJob of the pipeline's job; returns "created"/"updated"."""
-    p = p or settings.load_pipeline()
     definition = pipeline_job_definition(p, role)
     try:
         glue_client.get_job(JobName=p.glue_job.name)

@@ -431,8 +431,9 @@ class Runner:
         if self.env.get(settings.ENV_PROFILE, settings.PROFILE_LOCAL) != settings.PROFILE_AWS:
             glue_catalogs = run_args.glue_catalogs(conf)
             if glue_catalogs:
-                lake = settings.load_pipeline().lake.catalog_name
-                conf, notes = run_args.localize_catalogs(conf, local_spark_conf(self.env), lake)
+                p = settings.load_pipeline()
+                conf, notes = run_args.localize_catalogs(
+                    conf, local_spark_conf(self.env, p), p.lake.catalog_name)
                 for n in notes:
                     note(n)
                 # the token reaches the run's session through the runner's pipe, not a file

@@ -28,14 +28,14 @@ def session_conf(
         raise FileNotFoundError(
             f"Spark jars missing: {', '.join(missing)} — run scripts/bootstrap.sh")
     if env.get(settings.ENV_PROFILE, settings.PROFILE_LOCAL) == settings.PROFILE_AWS:
-        catalog = aws_spark_conf()
+        catalog = aws_spark_conf(settings.load_pipeline())
         catalog |= {  # real S3 through S3A, default AWS credentials chain, no endpoint
             "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
             "spark.hadoop.fs.s3a.aws.credentials.provider":
                 "com.amazonaws.auth.DefaultAWSCredentialsProviderChain",
         }
     else:
-        catalog = local_spark_conf(env)
+        catalog = local_spark_conf(env, settings.load_pipeline())
     conf = {
         # a standalone cluster (compose `spark` profile) when CDCLAB_SPARK_MASTER says so
         "spark.master": env.get(settings.ENV_SPARK_MASTER, master),

@@ -86,7 +86,8 @@ def test_parquet_date_partitioned_bronze_reaches_silver_equal_to_the_source(
     print(f"workload seed {SEED}")
     env = parquet_stack
     dsn = env[settings.ENV_PG_DSN]
-    assert {s["bronze_format"] for s in published_specs(env)} == {"parquet"}
+    specs = published_specs(env, settings.load_pipeline())
+    assert {s["bronze_format"] for s in specs} == {"parquet"}
     with psycopg.connect(dsn, autocommit=True) as conn:
         payments(conn, random.Random(SEED + 1), 80)
     run_workload(dsn, transactions=80, rate=60, seed=SEED)
@@ -121,5 +122,5 @@ def test_a_column_added_at_the_source_flows_through_parquet_after_a_sync(
     wait_for_drain(env, current_wal_lsn(dsn), timeout=420)
     result = reconcile(env, "public.payments")
     assert result.equal, json.dumps(result.to_json(), default=str)[:3000]
-    spec = {s["name"]: s for s in published_specs(env)}["public.payments"]
+    spec = {s["name"]: s for s in published_specs(env, settings.load_pipeline())}["public.payments"]
     assert "extra" in [c["name"] for c in spec["silver_columns"]]

@@ -129,7 +129,7 @@ def test_every_selected_table_reaches_its_own_silver_and_equals_the_source(
     print(f"workload seed {SEED}")
     env = many_tables
     dsn = env[settings.ENV_PG_DSN]
-    specs = {s["name"]: s for s in published_specs(env)}
+    specs = {s["name"]: s for s in published_specs(env, settings.load_pipeline())}
     assert set(specs) == {"public.hosts_demo", "sales.Order Lines", "sales.customers",
                           "sales.kinds"}
     lines = specs["sales.Order Lines"]

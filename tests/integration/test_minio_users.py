@@ -45,7 +45,8 @@ def test_every_service_has_its_own_user_and_policy(minio: dict) -> None:
         access = minio_users.service_keys(minio["env"], service)[settings.ENV_ACCESS_KEY]
         assert f'"{minio_users.POLICY_PREFIX}{service}"' in admin.user_info(access)
     # run again (every MinIO start does): same users, same policies, no error
-    assert minio_users.ensure_users(minio["env"]) == list(minio_users.SERVICES)
+    again = minio_users.ensure_users(minio["env"], settings.load_pipeline())
+    assert again == list(minio_users.SERVICES)
 
 
 def test_the_emitter_writes_its_dms_folder_and_nothing_else(minio: dict, lake) -> None:

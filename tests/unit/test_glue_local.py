@@ -92,9 +92,9 @@ def test_get_reset_rewind_and_delete_bookmarks(tmp_path) -> None:
 def test_catalog_api_round_trip_and_glue_errors(tmp_path) -> None:
     ctx = SimpleNamespace(state_dir=tmp_path)
     ops = OPERATIONS
-    ops["CreateDatabase"](ctx, {"DatabaseInput": database_input()})
+    ops["CreateDatabase"](ctx, {"DatabaseInput": database_input(settings.load_pipeline())})
     with pytest.raises(GlueError) as e:
-        ops["CreateDatabase"](ctx, {"DatabaseInput": database_input()})
+        ops["CreateDatabase"](ctx, {"DatabaseInput": database_input(settings.load_pipeline())})
     assert e.value.code == "AlreadyExistsException"
     bronze = bronze_table_input(hosts_spec())
     ops["CreateTable"](ctx, {"DatabaseName": "airbnb", "TableInput": bronze})

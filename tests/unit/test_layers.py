@@ -88,3 +88,18 @@ def test_a_cycle_is_found_when_there_is_one(tmp_path: Path) -> None:
     assert g.cycles() == [["cdclab.a", "cdclab.b"]]
     offending = _offending(g, lambda a, b: b != CONDUCTOR, tmp_path)
     assert offending == ["deploy/c.py:1 imports cdclab.a"]
+
+
+def test_the_contract_reads_settings_only_when_asked() -> None:
+    """Settings are read once, at an entry point, and passed down: no function of the
+    contract loads pipeline.toml behind its caller's back."""
+    import ast
+
+    calls = []
+    for path in sorted((ROOT / GROUND).rglob("*.py")):
+        if path.name == "settings.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and "load_pipeline" in ast.unparse(node.func):
+                calls.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert calls == []
