@@ -23,8 +23,13 @@ from pipeline_contract import settings
 from tests.integration.test_job import T0, Tables, ch, dms_csv, run_job
 from tests.resources.launch import launch
 from tests.resources.specs import hosts_spec
+from tests.resources.stack import CONTAINERS, backend
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+# On the containers backend: the Glue API is the image's, so this is the one test of its
+# Glue 5.0 runtime (/opt/venv-glue50); embedded, test_glue_versions_runtimes covers the
+# host's 5.0 runtime, and one 5.0 driver start per run costs minutes of CI.
+pytestmark = [pytest.mark.integration, pytest.mark.slow,
+              pytest.mark.skipif(backend() != CONTAINERS, reason="runs on the image's Glue")]
 
 
 def recent(changes: list[Change]) -> list[Change]:
