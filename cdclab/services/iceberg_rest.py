@@ -24,9 +24,9 @@ from cdclab.services.base import (
     StackContext,
     bind_host,
 )
-from pipeline_contract import minio_users, settings
+from pipeline_contract import minio_users, resources, settings
 
-LAUNCHER_SOURCE = settings.REPO_ROOT / "iceberg_rest" / "LoopbackRESTCatalogServer.java"
+LAUNCHER_SOURCE = resources.resource("iceberg_rest", "LoopbackRESTCatalogServer.java")
 LAUNCHER_CLASS = "org.apache.iceberg.rest.LoopbackRESTCatalogServer"
 
 
