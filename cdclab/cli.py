@@ -15,7 +15,7 @@ from pathlib import Path
 from cdclab import credentials
 from cdclab.redact import mask_password
 from cdclab.services.base import ServiceError
-from pipeline_contract import settings
+from pipeline_contract import resources, settings
 from pipeline_contract.settings_check import SettingsError
 from pipeline_contract.table_specs import SpecError
 
@@ -448,6 +448,17 @@ def cmd_job_run(args: argparse.Namespace) -> int:
     return 0 if state in ("SUCCEEDED", "STARTING", "RUNNING", "WAITING") else 1
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from cdclab.init_project import InitError, init_project
+
+    try:
+        init_project(Path(args.folder))
+    except (InitError, OSError) as exc:
+        print(f"cdclab init: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from cdclab.serve import serve
 
@@ -554,6 +565,10 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--no-wait", action="store_true", help="return once the run started")
     j.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait")
     j.set_defaults(func=cmd_job_run)
+    p = sub.add_parser("init", help="start your own repository: pipeline.toml, table "
+                       "mappings, an example Glue job and test (keeps files already there)")
+    p.add_argument("folder", nargs="?", default=".", help="where (default: here)")
+    p.set_defaults(func=cmd_init)
     p = sub.add_parser("serve", help="run one service in the foreground (container entry point)")
     p.add_argument("service")
     p.set_defaults(func=cmd_serve)
@@ -578,6 +593,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # the user's ./pipeline.toml (installed cdclab): named for every process it starts
+    mine = resources.user_pipeline_file()
+    if mine is not None:
+        os.environ.setdefault(settings.ENV_PIPELINE_FILE, str(mine.resolve()))
     # containers: the generated credentials, into this process's environment only
     credentials.apply_file(os.environ)
     try:

@@ -30,10 +30,10 @@ from cdclab import credentials
 from cdclab.services import registry
 from cdclab.services.base import StackContext, port_answers
 from glue_local.driver_state import driver_healthy
-from pipeline_contract import minio_users, settings
+from pipeline_contract import minio_users, resources, settings
 
 CONTAINER_USER = 1000  # the image's cdclab user
-NOTEBOOKS = settings.REPO_ROOT / "notebooks"
+NOTEBOOKS = resources.resource("notebooks")
 
 
 def container_context(port_names: tuple[str, ...]) -> StackContext:

@@ -19,9 +19,9 @@ from urllib.parse import urlsplit
 
 from cdclab.lab import LabError, stack_env
 from cdclab.services.base import LOOPBACK, ServiceError
-from pipeline_contract import settings
+from pipeline_contract import resources, settings
 
-NOTEBOOKS_DIR = settings.REPO_ROOT / "notebooks"
+NOTEBOOKS_DIR = resources.resource("notebooks")
 DEFAULT_PORT = 8888
 NEEDED = ("postgres", "minio", "iceberg-rest")  # what every notebook reads
 PIPELINE = ("glue", "emitter", "watcher")  # what notebook 03 needs to see its changes land

@@ -25,7 +25,7 @@ from cdclab import credentials
 from cdclab.services import registry
 from cdclab.services.base import LOOPBACK, ServiceError
 from cdclab.supervisor import ServiceStatus
-from pipeline_contract import settings
+from pipeline_contract import resources, settings
 
 EMBEDDED = "embedded"
 COMPOSE = "compose"
@@ -157,7 +157,7 @@ def published_ports(environ: Mapping[str, str]) -> dict[str, int]:
 def compose_command(environ: Mapping[str, str] | None = None) -> list[str]:
     project = (os.environ if environ is None else environ).get(
         settings.ENV_COMPOSE_PROJECT, "cdclab")
-    return ["docker", "compose", "--project-directory", str(settings.REPO_ROOT),
+    return ["docker", "compose", "--project-directory", str(resources.lab_root()),
             "--project-name", project]
 
 

@@ -72,7 +72,7 @@ def overrides_for(p: settings.PipelineSettings, qualified: str) -> TableOverride
 
 def table_mappings(p: settings.PipelineSettings):
     if p.source.table_mappings:
-        path = settings.REPO_ROOT / p.source.table_mappings
+        path = settings.table_mappings_path(p)
         return TableMappings.parse(read_document(path), str(path))
     return TableMappings.parse(default_mappings(p.source.schema, p.source.table,
                                                 p.dms.change_seq_column,

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from pipeline_contract.dms_format.table_mappings import default_mappings, read_document
-from pipeline_contract.settings import REPO_ROOT, PipelineSettings
+from pipeline_contract.settings import PipelineSettings, table_mappings_path
 
 
 def s3_target_settings(p: PipelineSettings, *, bucket: str, role_arn: str) -> dict[str, Any]:
@@ -95,7 +95,7 @@ def table_mappings(p: PipelineSettings) -> dict[str, Any]:
     the job deletes the old key of a primary-key UPDATE."""
     if p.source.table_mappings:
         # what the emitter refuses, deploy refuses
-        return read_document(REPO_ROOT / p.source.table_mappings)
+        return read_document(table_mappings_path(p))
     return default_mappings(p.source.schema, p.source.table, p.dms.change_seq_column,
                             p.dms.before_image_columns)
 

@@ -13,15 +13,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import lambda_shim
 from deploy import dms, iam
 from deploy.options import STACK_TAG, DeployOptions, StackNames
 from lambda_shim.function_env import function_environment
+from pipeline_contract import resources
 from pipeline_contract.catalog_tables import database_input
 from pipeline_contract.job_config import glue_default_arguments, job_definition
-from pipeline_contract.settings import REPO_ROOT, PipelineSettings
+from pipeline_contract.settings import PipelineSettings
 from pipeline_contract.table_specs import bronze_table_input, for_lake, tables_document
 
-LAMBDA_SOURCE = REPO_ROOT / "lambda_shim" / "lambda_function.py"
+LAMBDA_SOURCE = Path(lambda_shim.__file__).resolve().with_name("lambda_function.py")
 LAMBDA_RUNTIME = "python3.11"
 LAMBDA_HANDLER = "lambda_function.lambda_handler"
 LAMBDA_TIMEOUT_SECONDS = 900
@@ -139,7 +141,7 @@ def build_plan(p: PipelineSettings, opts: DeployOptions,
             {
                 "Bucket": n.scripts_bucket,
                 "Key": script_key,
-                "Source": str(pa.script_path.relative_to(REPO_ROOT)),
+                "Source": source_name(pa.script_path),
             },
             "the very job script the local tests run",
         ),
@@ -224,7 +226,7 @@ def build_plan(p: PipelineSettings, opts: DeployOptions,
                 "Timeout": LAMBDA_TIMEOUT_SECONDS,
                 "MemorySize": LAMBDA_MEMORY_MB,
                 "Environment": {"Variables": function_environment(pa)},
-                "Source": str(LAMBDA_SOURCE.relative_to(REPO_ROOT)),
+                "Source": source_name(LAMBDA_SOURCE),
                 "Tags": tags,
             },
             "lambda_shim's handler: checks new bronze objects, starts the Glue job",
@@ -414,5 +416,14 @@ def destroy_options(opts: DeployOptions) -> DeployOptions:
     )
 
 
+def source_name(path: Path) -> str:
+    """A file the plan uploads: relative to the lab's files when it is one of them (the
+    plan reads the same from any checkout), else absolute (the user's own script)."""
+    try:
+        return str(path.relative_to(resources.lab_root()))
+    except ValueError:
+        return str(path)
+
+
 def source_path(resource: Resource) -> Path:
-    return REPO_ROOT / resource.settings["Source"]
+    return resources.lab_root() / resource.settings["Source"]

@@ -133,7 +133,7 @@ class EmitterConfig:
             raise SystemExit(f"dms_emitter: pipeline.toml [dms] {exc}") from None
         mappings = None
         if p.source.table_mappings:
-            path = settings.REPO_ROOT / p.source.table_mappings
+            path = settings.table_mappings_path(p)
             try:
                 mappings = TableMappings.parse(path.read_text(), str(path))
             except (OSError, MappingError) as exc:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from pipeline_contract import resources
 from pipeline_contract.dms_format.table_mappings import read_document
 from pipeline_contract.settings_check import (
     GLUE_NAME,
@@ -36,7 +37,7 @@ from pipeline_contract.settings_check import (
 )
 from pipeline_contract.table_overrides import TableOverrides
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parent.parent  # a checkout's root; files: resources
 
 # --- environment variables (the configuration keys) ---------------------------------
 ENV_STATE_DIR = "CDCLAB_STATE_DIR"  # all runtime data: pgdata, minio data, logs, env file
@@ -94,14 +95,21 @@ def cache_dir() -> Path:
 
 
 def state_dir() -> Path:
-    return Path(os.environ.get(ENV_STATE_DIR, REPO_ROOT / ".cdclab"))
+    """$CDCLAB_STATE_DIR, else .cdclab in the checkout, else in the user's project folder
+    (installed: never inside site-packages)."""
+    if named := os.environ.get(ENV_STATE_DIR):
+        return Path(named)
+    if resources.from_checkout():
+        return REPO_ROOT / ".cdclab"
+    mine = resources.user_pipeline_file()
+    return (mine.resolve().parent if mine else Path.cwd()) / ".cdclab"
 
 
 @cache
 def versions() -> dict[str, str]:
     """Platform pins from versions.env (the one place that defines them)."""
     pins: dict[str, str] = {}
-    for line in (REPO_ROOT / "versions.env").read_text().splitlines():
+    for line in resources.resource("versions.env").read_text().splitlines():
         line = line.strip()
         if line and not line.startswith("#") and "=" in line:
             key, value = line.split("=", 1)
@@ -558,7 +566,7 @@ class PipelineSettings:
 
     @property
     def script_path(self) -> Path:
-        return REPO_ROOT / self.glue_job.script
+        return resources.project_file(self.glue_job.script)
 
 
 
@@ -576,7 +584,7 @@ def load_pipeline(path: Path | None = None) -> PipelineSettings:
     """The pipeline description: `path`, else $CDCLAB_PIPELINE_FILE, else PIPELINE_FILE
     (every process of a stack inherits the variable, so all read the same file). A bad
     setting is a SettingsError naming the file, the key, the value and what is allowed."""
-    return _load_pipeline(Path(path or os.environ.get(ENV_PIPELINE_FILE) or PIPELINE_FILE))
+    return _load_pipeline(Path(path or resources.user_pipeline_file() or PIPELINE_FILE))
 
 
 @cache
@@ -591,8 +599,17 @@ def _load_pipeline(path: Path) -> PipelineSettings:
         raise SettingsError(where, "", UNSHOWN, f"not valid TOML ({exc})") from None
     p = parse_pipeline(raw, where, os.environ)
     if p.source.table_mappings:  # the file it names is settings too: checked as it loads
-        read_document(REPO_ROOT / p.source.table_mappings)
+        read_document(table_mappings_path(p, path))
     return p
+
+
+def table_mappings_path(p: PipelineSettings, pipeline_file: Path | None = None) -> Path:
+    """The table-mappings file pipeline.toml's [source] names, beside that pipeline.toml
+    (the lab's default pipeline: the lab's files)."""
+    named = pipeline_file or resources.user_pipeline_file()
+    base = (resources.lab_root() if named is None or Path(named) == PIPELINE_FILE
+            else Path(named).resolve().parent)
+    return resources.in_project(p.source.table_mappings, base, resources.lab_root())
 
 
 def parse_pipeline(raw: Mapping[str, Any], where: str = WHERE,

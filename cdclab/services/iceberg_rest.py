@@ -24,9 +24,9 @@ from cdclab.services.base import (
     StackContext,
     bind_host,
 )
-from pipeline_contract import minio_users, settings
+from pipeline_contract import minio_users, resources, settings
 
-LAUNCHER_SOURCE = settings.REPO_ROOT / "iceberg_rest" / "LoopbackRESTCatalogServer.java"
+LAUNCHER_SOURCE = resources.resource("iceberg_rest", "LoopbackRESTCatalogServer.java")
 LAUNCHER_CLASS = "org.apache.iceberg.rest.LoopbackRESTCatalogServer"
 
 
@@ -96,8 +96,10 @@ class IcebergRestService(Service):
     def prepare(self, ctx: StackContext) -> None:
         if not settings.iceberg_rest_jar().exists():
             raise ServiceError(
-                f"{settings.iceberg_rest_jar()} is missing. Run `make setup` "
-                "(resolves org.apache.iceberg:iceberg-open-api by Maven coordinates)."
+                f"{settings.iceberg_rest_jar()} is missing. Run `make setup` in a cdclab "
+                "checkout (resolves org.apache.iceberg:iceberg-open-api by Maven "
+                "coordinates: needs Maven and a JDK 17); the cache it fills serves every "
+                "install."
             )
         if not shutil.which("java"):
             raise ServiceError("java not found: install a JDK 17 and put it on PATH.")

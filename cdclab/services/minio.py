@@ -46,7 +46,8 @@ class MinioService(Service):
         if not settings.minio_binary().exists():
             raise ServiceError(
                 f"MinIO binary not found at {settings.minio_binary()}. Run `make setup` "
-                "(scripts/bootstrap.sh builds it from its Go module)."
+                "in a cdclab checkout (scripts/bootstrap.sh builds it from its Go module: "
+                "needs Go); the cache it fills (CDCLAB_CACHE) serves every install."
             )
         self.publish(ctx)
 

@@ -22,13 +22,13 @@ from cdclab.services.base import (
     bind_host,
     private_dir,
 )
-from pipeline_contract import settings
+from pipeline_contract import resources, settings
 
 PG_USER_ENV = "CDCLAB_PG_USER"
 PG_PASSWORD_ENV = "CDCLAB_PG_PASSWORD"
 PG_OS_USER = SERVER_OS_USER  # PostgreSQL refuses to run as root
-CONF_FRAGMENT = settings.REPO_ROOT / "postgres" / "postgresql.conf"
-SCHEMA_SQL = settings.REPO_ROOT / "postgres" / "schema.sql"
+CONF_FRAGMENT = resources.resource("postgres", "postgresql.conf")
+SCHEMA_SQL = resources.resource("postgres", "schema.sql")
 
 
 def bin_dir() -> Path:

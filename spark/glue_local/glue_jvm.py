@@ -17,9 +17,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pipeline_contract import settings
+from pipeline_contract import resources, settings
 
-SOURCE_DIR = settings.REPO_ROOT / "spark" / "glue-jvm"
+SOURCE_DIR = resources.resource("spark", "glue-jvm")
 JAR_NAME = "cdclab-glue-jvm.jar"
 
 

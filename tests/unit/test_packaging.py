@@ -3,11 +3,19 @@
 
 from __future__ import annotations
 
+import functools
+import os
+import shutil
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+
+from pipeline_contract import settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,3 +55,41 @@ def test_every_direct_requirement_is_declared() -> None:
             if line and not line.startswith("-r"):
                 req = Requirement(line)
                 assert canonicalize_name(req.name) in names, f"{file}: {req.name} undeclared"
+
+
+@pytest.mark.slow
+def test_a_plain_install_works_outside_the_checkout(tmp_path: Path) -> None:
+    """`pip install <checkout>` (a wheel, not editable) into a fresh virtualenv: cdclab
+    runs from any folder, its lab files (versions.env, jobs/ ...) from the wheel."""
+    uv = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
+    if not Path(uv).exists():
+        pytest.skip("uv not found (scripts/bootstrap.sh installs it into .venv)")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("CDCLAB_", "VIRTUAL_ENV", "PYTHON"))}
+    env["UV_CACHE_DIR"] = str(settings.cache_dir() / "uv")  # bootstrap's: no re-download
+    venv = tmp_path / "venv"
+    run = functools.partial(subprocess.run, env=env, capture_output=True, text=True,
+                            timeout=900)
+    done = run([uv, "venv", "-q", "--python", sys.executable, str(venv)])
+    assert done.returncode == 0, done.stderr
+    done = run([uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"),
+                "-c", str(ROOT / "requirements-runtime.lock"), str(ROOT)])
+    assert done.returncode == 0, done.stderr
+    cdclab = str(venv / "bin" / "cdclab")
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    env["CDCLAB_STATE_DIR"] = str(tmp_path / "state")
+    done = run([cdclab, "--help"], cwd=work)
+    assert done.returncode == 0 and "init" in done.stdout, done.stderr
+    done = run([cdclab, "init", "repo"], cwd=work)
+    assert done.returncode == 0, done.stderr
+    assert "wrote pipeline.toml" in done.stdout
+    assert (work / "repo" / "jobs" / "example_job.py").is_file()
+    # settings from the user's pipeline.toml; the shipped job script from the wheel
+    done = run([cdclab, "deploy", "--profile", "aws", "--dry-run"], cwd=work / "repo")
+    assert done.returncode == 0, done.stderr
+    assert "source: jobs/bronze_to_silver.py" in done.stdout
+    where = run([str(venv / "bin" / "python"), "-c",
+                 "from pipeline_contract import resources; print(resources.lab_root())"],
+                cwd=work)
+    assert Path(where.stdout.strip()).is_relative_to(venv), where.stdout + where.stderr
