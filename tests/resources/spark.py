@@ -35,7 +35,7 @@ def glue_session(env: Mapping[str, str] | None = None,
     current = SparkSession._instantiatedSession
     if not extra_conf and current is not None and session_alive(current) and \
             current.conf.get("spark.cdclab.stateDir", None) == _STATE:
-        return current
+        return _made_current(current)
     if SparkContext._active_spark_context is not None:
         SparkContext._active_spark_context.stop()
     if SparkContext._gateway is not None and not _has_glue_jar():
@@ -56,7 +56,17 @@ def glue_session(env: Mapping[str, str] | None = None,
                .config("spark.pyspark.python", sys.executable))
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    return _made_current(builder.getOrCreate())
+
+
+def _made_current(session):
+    """The JVM's active and default session are this one: a Glue runner's driver (run in
+    this process by some tests) leaves its own, stopped at its end, behind as the JVM
+    thread's active session, which `F.expr` and other JVM-side lookups would then use."""
+    jvm_session = session._jvm.org.apache.spark.sql.SparkSession
+    jvm_session.setActiveSession(session._jsparkSession)
+    jvm_session.setDefaultSession(session._jsparkSession)
+    return session
 
 
 def _has_glue_jar() -> bool:
