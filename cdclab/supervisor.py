@@ -47,9 +47,7 @@ ENV_FILE = "cdclab.env"
 Progress = Callable[[str], None]
 
 
-def port_env_key(port_name: str) -> str:
-    """The variable that pins a port: CDCLAB_PORT_ICEBERG_REST for iceberg-rest."""
-    return registry.Port(port_name, 0).env_key
+port_env_key = registry.port_env_key
 
 
 def pinned_port(port_name: str) -> int | None:

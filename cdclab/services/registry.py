@@ -1,11 +1,11 @@
 """Every service of the lab, declared once: its name (the compose service, its log, its
 folder in the state dir), its launcher (the Service class both runtimes run), its layer,
 its ports and its state file. The supervisor, `cdclab serve`, the compose runtime and
-health checks, the notebook helper, chaos and the tests read this list; what a service
+health checks, status, chaos and the tests read this list; what a service
 does (its process, health, dependencies, the secrets it may see) is in its launcher.
 
 Adding a service: its launcher module under cdclab/services/, one line here, its compose
-service (tests/unit/test_compose_static.py holds docker-compose.yml to this list).
+service and its case in scripts/container-health.sh (tests hold both to this list).
 """
 
 from __future__ import annotations
@@ -22,6 +22,11 @@ PIPELINE = "pipeline"  # the boxes that move changes: started once the infrastru
 PORT_ENV_PREFIX = "CDCLAB_PORT_"  # e.g. CDCLAB_PORT_POSTGRES=5432 pins a port
 
 
+def port_env_key(port_name: str) -> str:
+    """The variable that pins a port: CDCLAB_PORT_ICEBERG_REST for iceberg-rest."""
+    return PORT_ENV_PREFIX + port_name.upper().replace("-", "_")
+
+
 @dataclass(frozen=True)
 class Port:
     name: str  # its key in StackContext.ports
@@ -29,8 +34,7 @@ class Port:
 
     @property
     def env_key(self) -> str:
-        """The variable that pins it: CDCLAB_PORT_ICEBERG_REST for iceberg-rest."""
-        return PORT_ENV_PREFIX + self.name.upper().replace("-", "_")
+        return port_env_key(self.name)
 
 
 @dataclass(frozen=True)
