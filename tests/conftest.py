@@ -13,7 +13,7 @@ settings.register_profile(
 settings.load_profile("cdclab")
 
 # stack first: launch imports it
-_RESOURCES = ["stack", "minio", "iceberg_rest", "postgres", "emitter", "spark"]
+_RESOURCES = ["stack", "minio", "iceberg_rest", "postgres", "emitter", "spark", "installed"]
 
 pytest_plugins = [
     f"tests.resources.{name}"

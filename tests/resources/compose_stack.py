@@ -12,26 +12,18 @@ everything when no Docker engine answers.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 
-from cdclab.runtime import PUBLISHED, ComposeRuntime
-from cdclab.services.base import free_port
+from cdclab import private_stack
 from pipeline_contract import settings
 from tests.resources.stack import CONTAINERS, StackHandle
 
-COMPOSE_FILE = "docker-compose.yml"
-INFRA_SERVICES = ["postgres", "minio", "iceberg-rest", "glue"]
 PIPELINE_SERVICES = ["emitter", "watcher"]
-EXTRA_PORTS = ("CDCLAB_PORT_MINIO_CONSOLE", "CDCLAB_PORT_JUPYTER")
 
 
 @dataclass
@@ -111,44 +103,10 @@ class ComposeStackHandle(StackHandle):
         return {**(self.compose_env or {}), settings.ENV_RUNTIME: "compose"}
 
 
-def base_images() -> dict[str, str]:
-    """The base images scripts/docker-setup.sh chose (stand-ins where no registry answers)."""
-    chosen = settings.cache_dir() / "docker-bases.env"
-    if not chosen.exists():
-        return {}
-    return dict(line.split("=", 1) for line in chosen.read_text().splitlines() if "=" in line)
-
-
 def compose_stack() -> Iterator[StackHandle]:
-    from testcontainers.compose import DockerCompose
-
-    project = f"cdclab-test-{uuid.uuid4().hex[:8]}"  # never the user's own stack
-    ports = {var: free_port() for var, _ in PUBLISHED.values()}
-    ports |= {var: free_port() for var in EXTRA_PORTS}
-    overrides = {settings.ENV_COMPOSE_PROJECT: project, "CDCLAB_SEED_ROWS": "0",
-                 **{var: str(port) for var, port in ports.items()}, **base_images()}
-    with tempfile.TemporaryDirectory(prefix="cdclab-compose-") as tmp:
-        env_file = Path(tmp) / "test.env"
-        env_file.write_text("".join(f"{k}={v}\n" for k, v in overrides.items()))
-        compose = DockerCompose(
-            context=settings.REPO_ROOT, compose_file_name=COMPOSE_FILE, env_file=str(env_file),
-            services=[*INFRA_SERVICES, "init"], build=False, wait=True, keep_volumes=False,
-        )
-        compose.start()
-        try:
-            compose_env = {**os.environ, **overrides}
-            runtime = ComposeRuntime(environ=compose_env)
-            yield ComposeStackHandle(
-                CONTAINERS, runtime.env(), None,
-                compose_cmd=tuple(compose.compose_command_property),
-                compose_env=compose_env,
-            )
-        finally:
-            # every service of the project, profiles included, and its volumes
-            subprocess.run(
-                [*compose.compose_command_property, "--profile", "cli", "--profile", "spark",
-                 "down", "--volumes", "--remove-orphans", "--timeout", "20"],
-                cwd=settings.REPO_ROOT, capture_output=True, timeout=300)
+    with private_stack.compose_stack() as project:
+        yield ComposeStackHandle(CONTAINERS, project.env, None, compose_cmd=project.command,
+                                 compose_env=project.compose_env)
 
 
 def docker_time(text: str) -> datetime:

@@ -4,10 +4,7 @@
 from __future__ import annotations
 
 import functools
-import os
-import shutil
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -15,7 +12,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from pipeline_contract import settings
+from tests.resources.installed import clean_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,23 +55,13 @@ def test_every_direct_requirement_is_declared() -> None:
 
 
 @pytest.mark.slow
-def test_a_plain_install_works_outside_the_checkout(tmp_path: Path) -> None:
+def test_a_plain_install_works_outside_the_checkout(installed_cdclab: Path,
+                                                    tmp_path: Path) -> None:
     """`pip install <checkout>` (a wheel, not editable) into a fresh virtualenv: cdclab
     runs from any folder, its lab files (versions.env, jobs/ ...) from the wheel."""
-    uv = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
-    if not Path(uv).exists():
-        pytest.skip("uv not found (scripts/bootstrap.sh installs it into .venv)")
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("CDCLAB_", "VIRTUAL_ENV", "PYTHON"))}
-    env["UV_CACHE_DIR"] = str(settings.cache_dir() / "uv")  # bootstrap's: no re-download
-    venv = tmp_path / "venv"
+    env, venv = clean_env(), installed_cdclab
     run = functools.partial(subprocess.run, env=env, capture_output=True, text=True,
                             timeout=900)
-    done = run([uv, "venv", "-q", "--python", sys.executable, str(venv)])
-    assert done.returncode == 0, done.stderr
-    done = run([uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"),
-                "-c", str(ROOT / "requirements-runtime.lock"), str(ROOT)])
-    assert done.returncode == 0, done.stderr
     cdclab = str(venv / "bin" / "cdclab")
     work = tmp_path / "elsewhere"
     work.mkdir()

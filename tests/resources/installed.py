@@ -1,0 +1,51 @@
+"""Test resource: cdclab installed as a package (a wheel, not editable) into a fresh
+virtualenv outside the checkout, with the `pytest` extra, as a user would have it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cdclab.private_stack import temp_state_dir
+from pipeline_contract import settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def clean_env() -> dict[str, str]:
+    """The environment of a user's shell: none of the lab's or this venv's variables, the
+    download cache kept (bootstrap's: nothing is fetched twice)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("CDCLAB_", "VIRTUAL_ENV", "PYTHON"))}
+    env["CDCLAB_CACHE"] = str(settings.cache_dir())
+    env["UV_CACHE_DIR"] = str(settings.cache_dir() / "uv")
+    return env
+
+
+@pytest.fixture(scope="session")
+def installed_cdclab() -> Iterator[Path]:
+    """The virtualenv's folder; its bin/ has cdclab and pytest (with cdclab's plugin). In a
+    folder others may traverse: as root, the embedded PostgreSQL runs as another user,
+    from the binary the virtualenv holds."""
+    uv = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
+    if not Path(uv).exists():
+        pytest.skip("uv not found (scripts/bootstrap.sh installs it into .venv)")
+    with temp_state_dir("installed") as folder:
+        venv = folder / "venv"
+        install(uv, venv)
+        yield venv
+
+
+def install(uv: str, venv: Path) -> None:
+    for command in ([uv, "venv", "-q", "--python", sys.executable, str(venv)],
+                    [uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"),
+                     "-c", str(ROOT / "requirements.lock"), f"{ROOT}[pytest]"]):
+        done = subprocess.run(command, env=clean_env(), capture_output=True, text=True,
+                              timeout=900)
+        assert done.returncode == 0, done.stderr
