@@ -26,6 +26,7 @@ from pathlib import Path
 from cdclab.runtime import PUBLISHED, ComposeRuntime
 from cdclab.services.base import free_port
 from pipeline_contract import settings
+from pipeline_contract.settings import load_pipeline
 from tests.resources.stack import CONTAINERS, StackHandle
 
 COMPOSE_FILE = "docker-compose.yml"
@@ -137,7 +138,7 @@ def compose_stack() -> Iterator[StackHandle]:
         compose.start()
         try:
             compose_env = {**os.environ, **overrides}
-            runtime = ComposeRuntime(environ=compose_env)
+            runtime = ComposeRuntime(load_pipeline(), environ=compose_env)
             yield ComposeStackHandle(
                 CONTAINERS, runtime.env(), None,
                 compose_cmd=tuple(compose.compose_command_property),
