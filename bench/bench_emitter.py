@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from pipeline_contract.settings import load_pipeline
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import psycopg  # noqa: E402
@@ -68,7 +70,7 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace, state: Path) -> None:
-    ctx = StackContext(state_dir=state, env=credentials.generate())
+    ctx = StackContext(pipeline=load_pipeline(), state_dir=state, env=credentials.generate())
     ctx.env[settings.ENV_STATE_DIR] = str(state)
     started = []
     try:
@@ -76,7 +78,7 @@ def run(args: argparse.Namespace, state: Path) -> None:
         started.append(start_service(MinioService(), ctx))
         dsn = ctx.env[settings.ENV_PG_DSN]
         with psycopg.connect(dsn) as conn:
-            seed(conn, args.full_load_rows, seed=1)
+            seed(conn, load_pipeline(), args.full_load_rows, seed=1)
 
         t0 = time.monotonic()
         emitter = start_service(EmitterService(), ctx)  # healthy = full load written
@@ -102,7 +104,8 @@ def run(args: argparse.Namespace, state: Path) -> None:
         t1 = time.monotonic()
         emitter = start_service(EmitterService(), ctx)
         started.append(emitter)
-        wait(lambda: (slot_confirmed_lsn(dsn) or 0) >= target, 900, "slot confirmation")
+        wait(lambda: (slot_confirmed_lsn(dsn, load_pipeline().source.slot) or 0) >= target, 900,
+             "slot confirmation")
         cdc_s = time.monotonic() - t1
 
         s3 = s3_client(ctx.env)

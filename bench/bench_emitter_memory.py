@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from pipeline_contract.settings import load_pipeline
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import psycopg  # noqa: E402
@@ -48,11 +50,12 @@ def main() -> None:
 
 def confirmed_past(dsn: str, step: str) -> float:
     target = current_wal_lsn(dsn)
-    return wait(lambda: (slot_confirmed_lsn(dsn) or 0) >= target, 1800, step)
+    return wait(lambda: (slot_confirmed_lsn(dsn, load_pipeline().source.slot) or 0) >= target,
+                1800, step)
 
 
 def run(args: argparse.Namespace, state: Path) -> None:
-    ctx = StackContext(state_dir=state, env=credentials.generate())
+    ctx = StackContext(pipeline=load_pipeline(), state_dir=state, env=credentials.generate())
     ctx.env[settings.ENV_STATE_DIR] = str(state)
     started = []
     p = settings.load_pipeline()
@@ -62,7 +65,7 @@ def run(args: argparse.Namespace, state: Path) -> None:
         started.append(start_service(MinioService(), ctx))
         dsn = ctx.env[settings.ENV_PG_DSN]
         with psycopg.connect(dsn) as conn:
-            seed(conn, 10, seed=1)
+            seed(conn, load_pipeline(), 10, seed=1)
         emitter = start_service(EmitterService(), ctx)
         started.append(emitter)
         pid = emitter.proc.pid

@@ -19,6 +19,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from pipeline_contract.settings import load_pipeline
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pipeline_contract import settings  # noqa: E402
@@ -46,7 +48,8 @@ def run(args: argparse.Namespace, state: Path) -> tuple[int, dict]:
     log = io.StringIO()
     try:
         with contextlib.redirect_stdout(log):
-            code = run_demo(EmbeddedRuntime(), rows=args.rows, duration=args.duration,
+            code = run_demo(EmbeddedRuntime(load_pipeline()), rows=args.rows,
+                            duration=args.duration,
                             rate=args.rate, fresh=False, keep_running=False,
                             progress=lambda m: print(m))
     except BaseException:

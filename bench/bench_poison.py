@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from pipeline_contract.settings import load_pipeline
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pipeline_contract import settings  # noqa: E402
@@ -84,16 +86,16 @@ def measure(state: Path, rows: int, body: bytes) -> dict:
     from cdclab.supervisor import INFRA, PIPELINE, Stack
 
     p = settings.load_pipeline()
-    stack = Stack(state, progress=lambda m: print(m, file=sys.stderr))
+    stack = Stack(state, progress=lambda m: print(m, file=sys.stderr), pipeline=load_pipeline())
     try:
         stack.up(INFRA)
-        setup_lake(stack.env())
+        setup_lake(stack.env(), load_pipeline())
         env = stack.env()
         with psycopg.connect(env[settings.ENV_PG_DSN]) as conn:
-            seed(conn, rows, seed=7)
+            seed(conn, load_pipeline(), rows, seed=7)
         stack.up(PIPELINE)
         env = stack.env()
-        wait_for_drain(env, current_wal_lsn(env[settings.ENV_PG_DSN]), timeout=600)
+        wait_for_drain(env, load_pipeline(), current_wal_lsn(env[settings.ENV_PG_DSN]), timeout=600)
         glue = glue_client(env)
         before = {r["Id"] for r in glue.get_job_runs(JobName=p.glue_job.name,
                                                      MaxResults=200)["JobRuns"]}
@@ -107,7 +109,7 @@ def measure(state: Path, rows: int, body: bytes) -> dict:
         flowing = None
         while time.monotonic() - started < 1800:
             try:
-                if reconcile(env).equal:
+                if reconcile(env, load_pipeline()).equal:
                     flowing = round(time.monotonic() - started, 1)
                     break
             except Exception as e:  # silver being written, the catalog restarting

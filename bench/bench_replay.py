@@ -22,6 +22,8 @@ import sys
 import time
 from pathlib import Path
 
+from pipeline_contract.settings import load_pipeline
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pipeline_contract import settings  # noqa: E402
@@ -104,11 +106,11 @@ def main() -> int:
         (state / "events.sql").write_text(DDL)
         (state / "endpoint.json").write_text(json.dumps(
             {"IncludeOpForFullLoad": True, "TimestampColumnName": "ts"}))
-        stack = Stack(state)
+        stack = Stack(state, pipeline=load_pipeline())
         try:
             stack.up(INFRA)
             env = stack.env()
-            setup_lake(env)
+            setup_lake(env, load_pipeline())
             print(f"replaying {args.rows} rows + {args.changes} changes ({size} bytes)",
                   file=sys.stderr, flush=True)
             t0 = time.monotonic()

@@ -38,6 +38,8 @@ import time
 import tomllib
 from pathlib import Path
 
+from pipeline_contract.settings import load_pipeline
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pipeline_contract import settings  # noqa: E402
@@ -150,9 +152,9 @@ def pipeline_view() -> dict:
     from cdclab.cli import emitter_summary, pipeline_health
     from cdclab.pipeline_health import job_runs
 
-    rt = runtime.current()
+    rt = runtime.current(load_pipeline())
     env = rt.env()
-    runs, emitter = job_runs(env), rt.emitter_state()
+    runs, emitter = job_runs(env, rt.pipeline.glue_job.name), rt.emitter_state()
     health = pipeline_health(rt, env, rt.status(), runs, emitter)
     newest = (runs or [{}])[0]
     return {**health.facts, "problems": health.problems,
@@ -214,7 +216,8 @@ def workload(dsn: str, seconds: float, rate: float, stop: threading.Event,
         chunk = min(CHUNK_SECONDS, end - time.monotonic())
         if chunk <= 0:
             break
-        r = run_workload(dsn, duration=chunk, rate=rate / per_txn, hold_rows=hold_rows)
+        r = run_workload(dsn, load_pipeline(), duration=chunk, rate=rate / per_txn,
+                         hold_rows=hold_rows)
         for k in ("transactions", "inserts", "updates", "deletes"):
             report[k] = report.get(k, 0) + r[k]
         report["seconds"] = report.get("seconds", 0.0) + r["seconds"]
@@ -271,18 +274,19 @@ def soak(args: argparse.Namespace, state: Path) -> dict:
 
     p = settings.load_pipeline()
     quiet = lambda _m: None  # noqa: E731
-    stack = Stack(state, progress=quiet)
+    stack = Stack(state, progress=quiet, pipeline=load_pipeline())
     try:
         t0 = time.monotonic()
         stack.up(INFRA)
         env = stack.env()
-        setup_lake(env, progress=quiet)
+        setup_lake(env, load_pipeline(), progress=quiet)
         dsn = env[settings.ENV_PG_DSN]
         with psycopg.connect(dsn) as conn:
-            seed(conn, args.rows)
+            seed(conn, load_pipeline(), args.rows)
         stack.up(PIPELINE)
         say(f"stack up in {time.monotonic() - t0:.0f}s; full load of {args.rows} rows")
-        full_load = wait_for_drain(env, current_wal_lsn(dsn), timeout=args.drain_timeout)
+        full_load = wait_for_drain(env, load_pipeline(), current_wal_lsn(dsn),
+                                   timeout=args.drain_timeout)
         say(f"full load drained; {args.minutes} min of workload at {args.rate} changes/s")
         names = [*INFRA, *PIPELINE, KEEPER]
 
@@ -314,13 +318,14 @@ def soak(args: argparse.Namespace, state: Path) -> dict:
         workload_seconds = time.monotonic() - started
         say(f"workload done after {workload_seconds:.0f}s; draining")
         try:
-            drain = wait_for_drain(env, current_wal_lsn(dsn), timeout=args.drain_timeout,
+            drain = wait_for_drain(env, load_pipeline(), current_wal_lsn(dsn),
+                                   timeout=args.drain_timeout,
                                    progress=say)
         except TimeoutError:
             post_mortem(state)
             raise
         say(f"drained in {drain:.0f}s; reconciling")
-        equal = reconcile(env)
+        equal = reconcile(env, load_pipeline())
         restarts = {n: life.restarts for n, life in stack.lives().items()}
         runs = run_metrics(settings.glue_run_logs(state))
     finally:

@@ -50,6 +50,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipeline_contract.settings import load_pipeline
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cdclab.services.registry import NAMES as SERVICES  # noqa: E402
@@ -188,7 +190,8 @@ class Workload:
         from cdclab.workload import execute
 
         txn = [op for _ in range(transactions) for op in self.planner.transaction()]
-        execute(self.conn, txn)  # one transaction (a savepoint inside an outer one)
+        # one transaction (a savepoint inside an outer one)
+        execute(self.conn, load_pipeline(), txn)
         return len(txn)
 
     def _big(self) -> int:
@@ -262,7 +265,7 @@ def _stack(state: Path):
     """A Stack of its own per thread: its lock depth and record are per instance."""
     from cdclab.supervisor import Stack
 
-    return Stack(state)
+    return Stack(state, pipeline=load_pipeline())
 
 
 def restarts(stack, name: str) -> int:
@@ -592,9 +595,9 @@ def run_trial(number: int, seed: int, state: Path, cap: float,
             raise RuntimeError("; ".join(f"{r.kind}: {r.error}" for r in failed))
         result.recovered_seconds = round(wait_all_healthy(stack, trial.remaining()), 2)
         target = current_wal_lsn(dsn)
-        result.drain_seconds = round(wait_for_drain(env, target,
+        result.drain_seconds = round(wait_for_drain(env, load_pipeline(), target,
                                                     timeout=trial.remaining()), 2)
-        check = reconcile(env)
+        check = reconcile(env, load_pipeline())
         result.source_rows, result.silver_rows = check.source_rows, check.silver_rows
         result.lost, result.phantom = check.missing_in_silver, check.extra_in_silver
         result.different, result.duplicates = check.different, check.duplicate_rows
@@ -607,7 +610,7 @@ def run_trial(number: int, seed: int, state: Path, cap: float,
         else:
             result.verdict = "DIFFERENT"
             time.sleep(20)
-            result.converged_later = reconcile(env).equal
+            result.converged_later = reconcile(env, load_pipeline()).equal
     except TimeoutError as exc:
         result.verdict, result.error = "TIMEOUT", str(exc)
     except Exception as exc:
@@ -640,15 +643,15 @@ def start_stack(stack, rows: int) -> None:
 
     stack.up(INFRA)
     env = stack.env()
-    setup_lake(env)
+    setup_lake(env, load_pipeline())
     with psycopg.connect(env[settings.ENV_PG_DSN]) as conn:
         conn.execute(f"CREATE TABLE IF NOT EXISTS {NOPK_TABLE} "
                      "(k bigint, v text, at timestamptz DEFAULT now())")
-        seed(conn, rows, seed=rows)
+        seed(conn, load_pipeline(), rows, seed=rows)
     stack.up(PIPELINE)
     env = stack.env()
-    wait_for_drain(env, current_wal_lsn(env[settings.ENV_PG_DSN]), timeout=600)
-    first = reconcile(env)
+    wait_for_drain(env, load_pipeline(), current_wal_lsn(env[settings.ENV_PG_DSN]), timeout=600)
+    first = reconcile(env, load_pipeline())
     if not first.equal:
         raise RuntimeError(f"silver differs right after the full load: {first.to_json()}")
 
@@ -725,7 +728,8 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> i
                            "state_dir": str(state)}
     from cdclab.supervisor import Stack
 
-    stack = Stack(state, progress=lambda m: None)  # before anything starts: `down` at exit
+    # before anything starts: `down` at exit
+    stack = Stack(state, progress=lambda m: None, pipeline=load_pipeline())
     try:
         log(f"seed {base}, {args.trials} trials, state in {state}: starting the stack")
         start_stack(stack, args.rows)

@@ -1,6 +1,7 @@
 """The import arrows between the project's packages, read from the source (ast, nothing is
-imported): arrows and two-way ties between top-level packages, module import cycles, and
-imports made inside functions. Prints JSON.
+imported): arrows and two-way ties between top-level packages, module import cycles,
+imports made inside functions, and where pipeline.toml is read (calls of load_pipeline:
+settings are read at entry points and passed down). Prints JSON.
 
     python bench/import_arrows.py [repo root]
 
@@ -131,16 +132,54 @@ def read_graph(root: Path) -> Graph:
     return graph
 
 
-def summary(graph: Graph) -> dict:
+@dataclass(frozen=True)
+class SettingsRead:
+    path: str  # relative to the repo root
+    line: int
+    function: str  # the enclosing function's qualified name, "<module>" at module level
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line} in {self.function}"
+
+
+def settings_reads(root: Path) -> list[SettingsRead]:
+    """Every call of load_pipeline (pipeline.toml read) in the project's packages."""
+    found: list[SettingsRead] = []
+
+    def visit(node: ast.AST, scope: tuple[str, ...], path: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = scope
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                inner = (*scope, child.name)
+            if isinstance(child, ast.Call):
+                f = child.func
+                name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+                if name == "load_pipeline":
+                    found.append(SettingsRead(path, child.lineno,
+                                              ".".join(scope) or "<module>"))
+            visit(child, inner, path)
+
+    for folder in PACKAGES.values():
+        for path in sorted((root / folder).rglob("*.py")):
+            visit(ast.parse(path.read_text(), str(path)), (), str(path.relative_to(root)))
+    return found
+
+
+def summary(graph: Graph, root: Path | None = None) -> dict:
     arrows = graph.package_arrows()
-    return {
+    out = {
         "arrows": {f"{a}->{b}": n for (a, b), n in sorted(arrows.items())},
         "two_way_ties": sorted({"<->".join(sorted(p)) for p in arrows if p[::-1] in arrows}),
         "module_cycles": graph.cycles(),
         "imports_inside_functions": sum(e.in_function for e in graph.edges),
     }
+    if root is not None:
+        reads = settings_reads(root)
+        out["load_pipeline_calls"] = len(reads)
+        out["load_pipeline_functions"] = len({(r.path, r.function) for r in reads})
+    return out
 
 
 if __name__ == "__main__":
     repo = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent
-    print(json.dumps(summary(read_graph(repo)), indent=1))
+    print(json.dumps(summary(read_graph(repo), repo), indent=1))

@@ -24,14 +24,14 @@ def say(msg: str) -> None:
     print(f"cdclab: {msg}", flush=True)
 
 
-def _runtime():
+def _runtime(p: settings.PipelineSettings):
     from cdclab import runtime
 
-    return runtime.current(progress=say)
+    return runtime.current(p, progress=say)
 
 
-def _embedded_only(what: str):
-    rt = _runtime()
+def _embedded_only(what: str, p: settings.PipelineSettings):
+    rt = _runtime(p)
     if rt.name != "embedded":
         raise ServiceError(f"`cdclab {what}` drives the embedded stack; the compose stack is "
                            "started and stopped with `docker compose up -d --wait` / `down`")
@@ -42,19 +42,20 @@ def _embedded_only(what: str):
 def cmd_up(args: argparse.Namespace) -> int:
     from cdclab.setup import setup_lake
 
-    stack = _embedded_only("up")
+    p = settings.load_pipeline()
+    stack = _embedded_only("up", p)
     start = time.monotonic()
     names = args.only or None
     stack.up(names)
     if all(stack.pid_of(s) is not None for s in ("glue", "minio", "postgres")):
-        setup_lake(stack.env(), progress=say)
+        setup_lake(stack.env(), p, progress=say)
     say(f"stack up in {time.monotonic() - start:.1f}s; state in {stack.state_dir}")
     say(f"environment for scripts: source {stack.state_dir / 'cdclab.env'}")
     return 0
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    stack = _embedded_only("down")
+    stack = _embedded_only("down", settings.load_pipeline())
     stack.down(args.only or None)
     say("stack stopped")
     return 0
@@ -103,7 +104,7 @@ def emitter_lines(summary: dict) -> list[str]:
 def pipeline_health(rt, env: dict[str, str], statuses, runs, emitter: dict):
     from cdclab import pipeline_health as ph
 
-    slot = settings.load_pipeline().source.slot
+    slot = rt.pipeline.source.slot
     running = {s.name for s in statuses if s.running}
     health = ph.assess(time.time(),
                        watcher=rt.service_state("watcher") if "watcher" in running else None,
@@ -123,13 +124,14 @@ def pipeline_health(rt, env: dict[str, str], statuses, runs, emitter: dict):
 def cmd_status(args: argparse.Namespace) -> int:
     from cdclab.pipeline_health import job_runs
 
-    rt = _runtime()
+    p = settings.load_pipeline()
+    rt = _runtime(p)
     statuses = rt.status()
     try:
         env = rt.env()
     except ServiceError:
         env = {}
-    runs, emitter = job_runs(env), rt.emitter_state()
+    runs, emitter = job_runs(env, p.glue_job.name), rt.emitter_state()
     flow = pipeline_health(rt, env, statuses, runs, emitter)
     if args.json:
         dsn = env.get(settings.ENV_PG_DSN)
@@ -144,7 +146,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             "env_file": str(Path(rt.where) / "cdclab.env") if rt.name == "embedded" else None,
             "emitter": emitter_summary(emitter),
             "pipeline": flow.to_json(),
-            "quarantine": quarantine_summary(env, STATUS_REASONS, runs),
+            "quarantine": quarantine_summary(env, p, STATUS_REASONS, runs),
         }, indent=2, default=str))
     else:
         print(f"runtime: {rt.name} ({rt.where})")
@@ -167,7 +169,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             from cdclab.quarantine import lines
 
             print()
-            for line in lines(quarantine_summary(env, STATUS_REASONS, runs), STATUS_REASONS):
+            for line in lines(quarantine_summary(env, p, STATUS_REASONS, runs),
+                                   STATUS_REASONS):
                 print(line)
         print("\npipeline: " + ("data is flowing" if flow.ok else "STALLED OR FAILING"))
         for problem in flow.problems:
@@ -179,16 +182,18 @@ def cmd_status(args: argparse.Namespace) -> int:
 STATUS_REASONS = 3  # the newest quarantine reasons status shows
 
 
-def quarantine_summary(env: dict[str, str], limit: int, runs=None) -> dict:
+def quarantine_summary(env: dict[str, str], p: settings.PipelineSettings, limit: int,
+                       runs=None) -> dict:
     from cdclab.quarantine import summary
 
-    return summary(env, limit, runs) if env.get(settings.ENV_S3_ENDPOINT) else {}
+    return summary(env, p, limit, runs) if env.get(settings.ENV_S3_ENDPOINT) else {}
 
 
 def cmd_quarantine(args: argparse.Namespace) -> int:
     from cdclab.quarantine import lines
 
-    s = quarantine_summary(_runtime().env(), args.limit)
+    p = settings.load_pipeline()
+    s = quarantine_summary(_runtime(p).env(), p, args.limit)
     if args.json:
         print(json.dumps(s, indent=2, default=str))
     else:
@@ -201,7 +206,7 @@ def cmd_quarantine(args: argparse.Namespace) -> int:
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
-    cmd = _runtime().log_command(args.service, args.follow, args.lines)
+    cmd = _runtime(settings.load_pipeline()).log_command(args.service, args.follow, args.lines)
     try:
         return subprocess.call(cmd)
     except KeyboardInterrupt:
@@ -213,19 +218,21 @@ def cmd_seed(args: argparse.Namespace) -> int:
 
     from cdclab.sample_data import seed
 
-    env = _runtime().require("postgres")
+    p = settings.load_pipeline()
+    env = _runtime(p).require("postgres")
     with psycopg.connect(env[settings.ENV_PG_DSN]) as conn:
-        count = seed(conn, args.rows, seed=args.seed)
-    say(f"seeded {count} hosts into {settings.load_pipeline().source.table}")
+        count = seed(conn, p, args.rows, seed=args.seed)
+    say(f"seeded {count} hosts into {p.source.table}")
     return 0
 
 
 def cmd_workload(args: argparse.Namespace) -> int:
     from cdclab.workload import run_workload
 
-    env = _runtime().require("postgres")
+    p = settings.load_pipeline()
+    env = _runtime(p).require("postgres")
     report = run_workload(
-        env[settings.ENV_PG_DSN], duration=args.duration, rate=args.rate, seed=args.seed,
+        env[settings.ENV_PG_DSN], p, duration=args.duration, rate=args.rate, seed=args.seed,
         progress=say,
     )
     say(f"workload done: {report}")
@@ -235,12 +242,13 @@ def cmd_workload(args: argparse.Namespace) -> int:
 def cmd_reconcile(args: argparse.Namespace) -> int:
     from cdclab.reconcile import reconcile
 
+    p = settings.load_pipeline()
     if args.against:
-        return reconcile_against(args)
+        return reconcile_against(args, p)
 
-    env = _runtime().require("postgres", "minio", "iceberg-rest")
+    env = _runtime(p).require("postgres", "minio", "iceberg-rest")
     try:
-        result = reconcile(env, args.table)
+        result = reconcile(env, p, args.table)
     except ValueError as exc:
         say(str(exc))
         return 2
@@ -276,13 +284,13 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     return 0 if result.equal else 1
 
 
-def reconcile_against(args: argparse.Namespace) -> int:
+def reconcile_against(args: argparse.Namespace, p: settings.PipelineSettings) -> int:
     from cdclab.reconcile_against import MAX_EXAMPLES, against
 
     if not (args.silver_table and args.key):
         say("--against needs --silver-table and --key (the expected file's key columns)")
         return 2
-    env = _runtime().require("minio", "iceberg-rest")
+    env = _runtime(p).require("minio", "iceberg-rest")
     try:
         result = against(env, args.silver_table, args.key.split(","), Path(args.against))
     except (OSError, ValueError) as exc:
@@ -331,12 +339,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
         tables=tuple(t for t in (args.tables or "").split(",") if t), as_table=args.as_table or "",
         profile=args.profile, endpoint_url=args.endpoint_url)
     need = ("minio", "glue", "iceberg-rest") + (("postgres",) if args.ddl else ())
-    env = _runtime().require(*need)
+    p = settings.load_pipeline()
+    env = _runtime(p).require(*need)
+
     def progress(msg: str) -> None:  # with --json, stdout holds only the report
         print(f"cdclab: {msg}", file=sys.stderr if args.json else sys.stdout, flush=True)
 
     try:
-        report = replay(options, env, progress)
+        report = replay(options, env, p, progress)
     except ReplayError as exc:
         say(f"replay: {exc}")
         return 2
@@ -358,8 +368,8 @@ def cmd_tables(args: argparse.Namespace) -> int:
     to the selection, or a column to a table)."""
     from cdclab.tables_sync import published_specs, sync
 
-    env = _runtime().require("postgres", "minio", "glue")
     p = settings.load_pipeline()
+    env = _runtime(p).require("postgres", "minio", "glue")
     skipped: dict[str, str] = {}
     if args.sync:
         report = sync(env, p, progress=say)
@@ -385,7 +395,7 @@ def cmd_tables(args: argparse.Namespace) -> int:
 def cmd_resync(args: argparse.Namespace) -> int:
     from cdclab.resync import resync
 
-    stack = _embedded_only("resync")
+    stack = _embedded_only("resync", settings.load_pipeline())
     report = resync(stack, args.table, progress=say, wait=not args.no_wait)
     if args.json:
         print(json.dumps(report.to_json(), default=str))
@@ -402,12 +412,13 @@ def cmd_resync(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from cdclab.demo import run_demo
 
-    return run_demo(_runtime(), rows=args.rows, duration=args.duration, rate=args.rate,
+    return run_demo(_runtime(settings.load_pipeline()), rows=args.rows, duration=args.duration,
+                    rate=args.rate,
                     fresh=args.fresh, keep_running=not args.stop, progress=say)
 
 
 def cmd_env(args: argparse.Namespace) -> int:
-    env = _runtime().env()
+    env = _runtime(settings.load_pipeline()).env()
     if not args.show_secrets:
         env = credentials.mask(env)
         print("# secrets masked: `cdclab env --show-secrets` prints them (for eval)")
@@ -419,9 +430,10 @@ def cmd_env(args: argparse.Namespace) -> int:
 def cmd_job_add(args: argparse.Namespace) -> int:
     from cdclab.user_jobs import JobArgumentError, add_job, parse_arguments
 
-    env = _runtime().require("minio", "glue")
+    p = settings.load_pipeline()
+    env = _runtime(p).require("minio", "glue")
     try:
-        name = add_job(env, Path(args.script), args.name, parse_arguments(args.arg), say,
+        name = add_job(env, p, Path(args.script), args.name, parse_arguments(args.arg), say,
                        trigger=args.trigger)
     except JobArgumentError as exc:
         raise ServiceError(str(exc)) from exc
@@ -432,7 +444,7 @@ def cmd_job_add(args: argparse.Namespace) -> int:
 def cmd_job_run(args: argparse.Namespace) -> int:
     from cdclab.user_jobs import JobArgumentError, parse_arguments, run_job
 
-    env = _runtime().require("glue")
+    env = _runtime(settings.load_pipeline()).require("glue")
     try:
         run = run_job(env, args.name, parse_arguments(args.arg), say, wait=not args.no_wait,
                       timeout=args.timeout)
@@ -452,7 +464,8 @@ def cmd_init(args: argparse.Namespace) -> int:
     from cdclab.init_project import InitError, init_project
 
     try:
-        init_project(Path(args.folder))
+        # the lab's own pipeline.toml: what the new project's files start from
+        init_project(Path(args.folder), defaults=settings.load_pipeline(settings.PIPELINE_FILE))
     except (InitError, OSError) as exc:
         print(f"cdclab init: error: {exc}", file=sys.stderr)
         return 2

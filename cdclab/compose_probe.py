@@ -31,18 +31,20 @@ from cdclab.services import registry
 from cdclab.services.base import StackContext, port_answers
 from glue_local.driver_state import driver_healthy
 from pipeline_contract import minio_users, resources, settings
+from pipeline_contract.settings import PipelineSettings
 
 CONTAINER_USER = 1000  # the image's cdclab user
 NOTEBOOKS = resources.resource("notebooks")
 
 
-def container_context(port_names: tuple[str, ...]) -> StackContext:
+def container_context(port_names: tuple[str, ...], pipeline: PipelineSettings) -> StackContext:
     from cdclab.serve import port_for
 
     return StackContext(
         state_dir=settings.state_dir(),
         ports={p: port_for(p) for p in port_names},
         env={k: v for k, v in os.environ.items() if k.startswith(("CDCLAB_", "AWS_", "GLUE_"))},
+        pipeline=pipeline,
     )
 
 
@@ -78,7 +80,7 @@ def health(name: str) -> bool:
     return True
 
 
-def deep_health(name: str) -> bool:
+def deep_health(name: str, pipeline: PipelineSettings) -> bool:
     """The supervisor's own check, with every client (for debugging a container)."""
     from cdclab.supervisor import all_services
 
@@ -87,27 +89,27 @@ def deep_health(name: str) -> bool:
         raise SystemExit(f"compose_probe: unknown service {name!r}; one of {', '.join(services)}")
     service = services[name]
     try:
-        return bool(service.healthy(container_context(service.port_names)))
+        return bool(service.healthy(container_context(service.port_names, pipeline)))
     except Exception as exc:  # not up yet: say why in `docker inspect` health output
         print(f"{name}: not healthy: {type(exc).__name__}: {exc}", file=sys.stderr)
         return False
 
 
-def init(rows: int) -> None:
+def init(rows: int, pipeline: PipelineSettings) -> None:
     import psycopg
     from psycopg import sql
 
     from cdclab.sample_data import seed
     from cdclab.setup import setup_lake
 
-    src = settings.load_pipeline().source
+    src = pipeline.source
     with psycopg.connect(os.environ[settings.ENV_PG_DSN]) as conn:
         count = conn.execute(sql.SQL("SELECT count(*) FROM {}.{}").format(
             sql.Identifier(src.schema), sql.Identifier(src.table))).fetchone()[0]
         if rows and not count:  # seed once: a restart must not add rows again
-            seed(conn, rows, seed=42)
+            seed(conn, pipeline, rows, seed=42)
             print(f"init: seeded {rows} rows into {src.schema}.{src.table}", flush=True)
-    setup_lake(os.environ, progress=lambda msg: print(f"init: {msg}", flush=True))
+    setup_lake(os.environ, pipeline, progress=lambda msg: print(f"init: {msg}", flush=True))
 
 
 # The one-shot mounts each service's own credentials volume here (/secrets/<service>);
@@ -247,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if health(args.service) else 1
     credentials.apply_file(os.environ)
     if args.what == "deep-health":
-        return 0 if deep_health(args.service) else 1
+        return 0 if deep_health(args.service, settings.load_pipeline()) else 1
     if args.what == "port":
         return 0 if port_answers(args.port, args.host) else 1
     if args.what == "jupyter":
@@ -256,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         return jupyter_url()
     if args.what == "notebooks":
         return run_notebooks()
-    init(args.rows)
+    init(args.rows, settings.load_pipeline())
     return 0
 
 

@@ -22,10 +22,9 @@ from pipeline_contract import settings
 METRICS_PREFIX = "CDCLAB_METRICS "
 
 
-def _source_rows(dsn: str) -> int:
+def _source_rows(dsn: str, src: settings.SourceSettings) -> int:
     import psycopg
 
-    src = settings.load_pipeline().source
     with psycopg.connect(dsn) as conn:
         return conn.execute(f'SELECT count(*) FROM "{src.schema}"."{src.table}"').fetchone()[0]
 
@@ -71,12 +70,13 @@ def run_demo(
     from cdclab.workload import run_workload
 
     t0 = time.monotonic()
+    p = runtime.pipeline
     stack = getattr(runtime, "stack", None)  # the embedded runtime's supervisor
     if stack is not None and fresh and stack.state_dir.exists():
         progress(f"--fresh: stopping the stack and wiping {stack.state_dir}")
         stack.down()
         shutil.rmtree(stack.state_dir)
-        runtime = EmbeddedRuntime(progress)
+        runtime = EmbeddedRuntime(p, progress)
         stack = runtime.stack
     elif fresh:
         raise ServiceError("--fresh wipes the embedded state; for compose: "
@@ -87,7 +87,7 @@ def run_demo(
         progress("1/6 starting PostgreSQL, MinIO, Iceberg REST catalog, Glue API (warm Spark)")
         stack.up(INFRA)
         env = stack.env()
-        setup_lake(env, progress=progress)
+        setup_lake(env, p, progress=progress)
     else:
         progress(f"1/6 checking the stack ({runtime.where})")
         env = runtime.require(*INFRA)
@@ -96,11 +96,11 @@ def run_demo(
     import psycopg
 
     dsn = env[settings.ENV_PG_DSN]
-    existing = _source_rows(dsn)
+    existing = _source_rows(dsn, p.source)
     if existing == 0:
         progress(f"2/6 seeding {rows} sample hosts")
         with psycopg.connect(dsn) as conn:
-            seed(conn, rows)
+            seed(conn, p, rows)
     else:
         progress(f"2/6 source already has {existing} hosts; not seeding")
 
@@ -114,25 +114,25 @@ def run_demo(
     # DMS's "full load, then ongoing replication": the live workload starts once the
     # full load is in silver, so its latency figures are steady-state CDC.
     progress("    merging the full load into silver")
-    timings["full_load_to_silver"] = wait_for_drain(env, current_wal_lsn(dsn), progress=progress)
-    full_load_runs = {r.run_id for r in job_runs(env)}
+    timings["full_load_to_silver"] = wait_for_drain(env, p, current_wal_lsn(dsn), progress=progress)
+    full_load_runs = {r.run_id for r in job_runs(env, p.glue_job.name)}
 
     progress(f"4/6 live workload: {duration:.0f}s at ~{rate:.0f} transactions/s")
     t = time.monotonic()
-    report = run_workload(dsn, duration=duration, rate=rate, seed=None, progress=progress)
+    report = run_workload(dsn, p, duration=duration, rate=rate, seed=None, progress=progress)
     timings["workload"] = time.monotonic() - t
     target = current_wal_lsn(dsn)
 
     progress("5/6 waiting for the pipeline to drain")
-    timings["drain"] = wait_for_drain(env, target, progress=progress)
+    timings["drain"] = wait_for_drain(env, p, target, progress=progress)
 
     progress("6/6 reconciling silver with source")
     t = time.monotonic()
-    result = reconcile(env)
+    result = reconcile(env, p)
     timings["reconcile"] = time.monotonic() - t
     timings["total"] = time.monotonic() - t0
 
-    runs = job_runs(env)
+    runs = job_runs(env, p.glue_job.name)
     metrics = run_metrics(runtime.glue_run_logs())
     latency = latency_summary([m for m in metrics if m.get("run_id") not in full_load_runs])
     summary = {

@@ -115,7 +115,8 @@ def options_from_args(args: argparse.Namespace, account_id: str) -> DeployOption
     )
 
 
-def _plan(args: argparse.Namespace, *, for_destroy: bool = False) -> tuple[Plan, Any]:
+def _plan(args: argparse.Namespace, p: PipelineSettings, *,
+          for_destroy: bool = False) -> tuple[Plan, Any]:
     session = None
     account = ACCOUNT_PLACEHOLDER
     if not args.dry_run:
@@ -123,8 +124,7 @@ def _plan(args: argparse.Namespace, *, for_destroy: bool = False) -> tuple[Plan,
         account = _account(session)
     opts = options_from_args(args, account)
     if for_destroy:
-        return build_plan(load_pipeline(), destroy_options(opts)), session
-    p = load_pipeline()
+        return build_plan(p, destroy_options(opts)), session
     return build_plan(p, opts, table_specs(args, p)), session
 
 
@@ -142,7 +142,7 @@ def table_specs(args: argparse.Namespace, p: PipelineSettings) -> list[dict]:
             from cdclab.runtime import current
             from cdclab.tables_sync import published_specs
 
-            specs = published_specs(current().require("minio"), p)
+            specs = published_specs(current(p).require("minio"), p)
         except Exception as exc:  # no lab running: say what to do
             if args.dry_run:
                 print(f"cdclab deploy: no table specs ({exc}); the plan has no bronze "
@@ -162,7 +162,7 @@ def run_deploy(args: argparse.Namespace) -> int:
     from deploy.render import render_plan, runner_env
 
     try:
-        plan, session = _plan(args)
+        plan, session = _plan(args, load_pipeline())
         if args.dry_run:
             sys.stdout.write(render_plan(plan))
             return 0
@@ -180,7 +180,7 @@ def run_deploy(args: argparse.Namespace) -> int:
 
 def run_destroy(args: argparse.Namespace) -> int:
     try:
-        plan, session = _plan(args, for_destroy=True)
+        plan, session = _plan(args, load_pipeline(), for_destroy=True)
         if args.dry_run:
             print(
                 f"Would remove, if tagged cdclab:stack={plan.names.stack} "

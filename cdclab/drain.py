@@ -52,10 +52,9 @@ def current_wal_lsn(dsn: str) -> int:
         return lsn_to_int(conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0])
 
 
-def slot_confirmed_lsn(dsn: str) -> int | None:
+def slot_confirmed_lsn(dsn: str, slot: str) -> int | None:
     import psycopg
 
-    slot = settings.load_pipeline().source.slot
     with psycopg.connect(dsn) as conn:
         row = conn.execute(
             "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = %s",
@@ -64,10 +63,10 @@ def slot_confirmed_lsn(dsn: str) -> int | None:
     return lsn_to_int(row[0]) if row and row[0] else None
 
 
-def newest_bronze_object(env: Mapping[str, str]) -> datetime | None:
+def newest_bronze_object(env: Mapping[str, str],
+                         p: settings.PipelineSettings) -> datetime | None:
     from cdclab.services.minio import s3_client
 
-    p = settings.load_pipeline()
     s3 = s3_client(dict(env))
     newest = None
     for page in s3.get_paginator("list_objects_v2").paginate(
@@ -79,11 +78,10 @@ def newest_bronze_object(env: Mapping[str, str]) -> datetime | None:
     return newest
 
 
-def job_runs(env: Mapping[str, str]) -> list[JobRun]:
+def job_runs(env: Mapping[str, str], name: str) -> list[JobRun]:
     from cdclab.services.glue_api import glue_client
 
     glue = glue_client(env)
-    name = settings.load_pipeline().glue_job.name
     runs: list[JobRun] = []
     for page in glue.get_paginator("get_job_runs").paginate(JobName=name):
         for r in page["JobRuns"]:
@@ -113,6 +111,7 @@ def _transient(e: Exception) -> bool:
 
 def wait_for_drain(
     env: Mapping[str, str],
+    p: settings.PipelineSettings,
     target_lsn: int,
     *,
     timeout: float = 600,
@@ -126,9 +125,10 @@ def wait_for_drain(
     while True:
         emitted = processed = False
         try:
-            confirmed = slot_confirmed_lsn(dsn) or 0
+            confirmed = slot_confirmed_lsn(dsn, p.source.slot) or 0
             emitted = confirmed >= target_lsn
-            processed = emitted and bronze_processed(newest_bronze_object(env), job_runs(env))
+            processed = emitted and bronze_processed(newest_bronze_object(env, p),
+                                                        job_runs(env, p.glue_job.name))
             unreachable = ""
         except Exception as e:  # a service restarting (its restart policy): ask again
             if not _transient(e):

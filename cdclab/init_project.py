@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline_contract.dms_format.table_mappings import default_mappings
-from pipeline_contract.settings import PIPELINE_FILE, load_pipeline
+from pipeline_contract.settings import PIPELINE_FILE, PipelineSettings
 
 TEMPLATES = Path(__file__).with_name("templates")  # package data (pyproject)
 MAPPINGS = "table-mappings.json"
@@ -57,9 +57,10 @@ def inside(folder: Path, target: Path) -> bool:
     return target == folder or folder in target.parents
 
 
-def render(name: str) -> str:
+def render(name: str, defaults: PipelineSettings) -> str:
     """The text of one of FILES: pipeline.toml and the mappings from the lab's default
-    pipeline (one source of truth), the others from cdclab/templates."""
+    pipeline (one source of truth, `defaults` as read from it), the others from
+    cdclab/templates."""
     if name == "pipeline.toml":
         text = PIPELINE_FILE.read_text()
         if 'table_mappings = ""' not in text:
@@ -67,7 +68,7 @@ def render(name: str) -> str:
                             f"{MAPPINGS}")
         return HEADER + text.replace('table_mappings = ""', f'table_mappings = "{MAPPINGS}"')
     if name == MAPPINGS:
-        p = load_pipeline(PIPELINE_FILE)
+        p = defaults
         doc = default_mappings(p.source.schema, p.source.table, p.dms.change_seq_column,
                                p.dms.before_image_columns)
         return json.dumps(doc, indent=2) + "\n"
@@ -85,7 +86,8 @@ def _write_new(path: Path, text: str) -> bool:
     return True
 
 
-def init_project(folder: Path, say: Callable[[str], None] = print) -> InitPlan:
+def init_project(folder: Path, say: Callable[[str], None] = print, *,
+                 defaults: PipelineSettings) -> InitPlan:
     """Writes the missing FILES into `folder` (created if need be), keeps the others."""
     if folder.exists() and not folder.is_dir():
         raise InitError(f"{folder}: is a file, not a folder; `cdclab init` writes "
@@ -103,7 +105,7 @@ def init_project(folder: Path, say: Callable[[str], None] = print) -> InitPlan:
         target.parent.mkdir(parents=True, exist_ok=True)
         if not inside(root, target.parent.resolve()):
             raise InitError(f"{target}: its folder leads outside {root}")
-        (written if _write_new(target, render(name)) else kept).append(name)
+        (written if _write_new(target, render(name, defaults)) else kept).append(name)
     for name in FILES:
         if name in written:
             say(f"  wrote {name}")

@@ -133,7 +133,7 @@ def rotate_logs(stack: Stack) -> None:
 
 def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    stack = Stack(settings.state_dir(), progress=log)
+    stack = Stack(settings.state_dir(), progress=log, pipeline=settings.load_pipeline())
     keeper = Keeper(stack)
     log(f"keeping {', '.join(stack.wanted()) or 'nothing'} in {stack.state_dir}")
     last_rotation, failed = 0.0, 0

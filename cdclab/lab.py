@@ -111,9 +111,9 @@ def metrics_rows(metrics: Iterable[Mapping[str, Any]],
 class Lab:
     """Clients for the running stack. Stop the Spark session with `lab.stop()`."""
 
-    def __init__(self, env: Mapping[str, str]):
+    def __init__(self, env: Mapping[str, str], pipeline: settings.PipelineSettings):
         self.env = dict(env)
-        self.pipeline = settings.load_pipeline()
+        self.pipeline = pipeline
         self._spark = None
 
     @property
@@ -174,13 +174,15 @@ class Lab:
     def spark(self):
         """The notebook's own local Spark session with the job's Iceberg catalog (built once)."""
         if self._spark is None:
-            from glue_local.spark_session import build_session
+            from glue_local.spark_session import build_session, catalog_conf
 
             # No catalog cache: the Glue job commits from another process, and a notebook
             # must see (and time-travel to) snapshots made after its first query.
             no_cache = {f"spark.sql.catalog.{self.pipeline.lake.catalog_name}.cache-enabled":
                         "false"}
-            self._spark = build_session(self.env, app_name="cdclab-notebook", master="local[1]",
+            self._spark = build_session(self.env, catalog_conf(self.env, self.pipeline),
+                                        self.pipeline.lake.catalog_name,
+                                        app_name="cdclab-notebook", master="local[1]",
                                         extra_conf=NOTEBOOK_SPARK_CONF | no_cache)
             self._spark.sparkContext.setLogLevel("ERROR")
         return self._spark
@@ -196,7 +198,7 @@ class Lab:
 
         from cdclab.reconcile import SOURCE_COLUMNS, read_source
 
-        rows = read_source(self.env[settings.ENV_PG_DSN])
+        rows = read_source(self.env[settings.ENV_PG_DSN], self.pipeline.source)
         return pd.DataFrame(rows, columns=list(SOURCE_COLUMNS)).sort_values("id",
                                                                             ignore_index=True)
 
@@ -210,14 +212,14 @@ class Lab:
         """`cdclab reconcile`: every table, or one (schema.table)."""
         from cdclab.reconcile import reconcile
 
-        return reconcile(self.env, table)
+        return reconcile(self.env, self.pipeline, table)
 
     def wait_for_silver(self, timeout: float = 300) -> float:
         """Block until every source change committed so far is in silver; seconds waited."""
         from cdclab.drain import current_wal_lsn, wait_for_drain
 
         dsn = self.env[settings.ENV_PG_DSN]
-        return wait_for_drain(self.env, current_wal_lsn(dsn), timeout=timeout)
+        return wait_for_drain(self.env, self.pipeline, current_wal_lsn(dsn), timeout=timeout)
 
     def bronze_files(self):
         """Every DMS file in the bronze bucket: key, kind, size, last_modified."""
@@ -266,14 +268,17 @@ class Lab:
         if self.env.get(settings.ENV_GLUE_ENDPOINT):
             from cdclab.drain import job_runs
 
-            started = {r.run_id: r.started_on for r in job_runs(self.env)}
+            runs = job_runs(self.env, self.pipeline.glue_job.name)
+            started = {r.run_id: r.started_on for r in runs}
         rows = metrics_rows(run_metrics(settings.glue_run_logs(self.state_dir)), started)
         return pd.DataFrame(rows, columns=METRIC_COLUMNS)
 
 
 def connect(state_dir: Path | str | None = None) -> Lab:
-    """A Lab for the stack whose state is in `state_dir` (default: CDCLAB_STATE_DIR)."""
+    """A Lab for the stack whose state is in `state_dir` (default: CDCLAB_STATE_DIR): a
+    notebook's entry point, where pipeline.toml is read."""
     from cdclab.supervisor import read_env_file
 
     state = Path(state_dir) if state_dir is not None else settings.state_dir()
-    return Lab(stack_env(state.resolve(), read_env_file(state / ENV_FILE), os.environ))
+    return Lab(stack_env(state.resolve(), read_env_file(state / ENV_FILE), os.environ),
+               settings.load_pipeline())

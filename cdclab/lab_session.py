@@ -89,7 +89,7 @@ class LabSession:
                  compose: Any = None):
         self.backend, self.env, self.pipeline = backend, dict(env), pipeline
         self.compose = compose  # cdclab.private_stack.ComposeProject on containers
-        self.lab = Lab(self.env)
+        self.lab = Lab(self.env, pipeline)
         self._numbers = itertools.count(1)
         self._pipeline_started = False
 
@@ -124,7 +124,7 @@ class LabSession:
         else:
             from cdclab.supervisor import PIPELINE, Stack
 
-            Stack(self.lab.state_dir).up(PIPELINE)
+            Stack(self.lab.state_dir, pipeline=self.pipeline).up(PIPELINE)
         self._pipeline_started = True
 
     def wait_until(self, check: Callable[[], bool], what: str, timeout: float = 120,

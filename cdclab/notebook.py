@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from cdclab.lab import LabError, stack_env
 from cdclab.services.base import LOOPBACK, ServiceError
 from pipeline_contract import resources, settings
+from pipeline_contract.settings import PipelineSettings
 
 NOTEBOOKS_DIR = resources.resource("notebooks")
 DEFAULT_PORT = 8888
@@ -75,13 +76,13 @@ def _answers(host: str, port: int) -> bool:
         return False
 
 
-def running_stack_env(state_dir: Path) -> dict[str, str]:
+def running_stack_env(state_dir: Path, pipeline: PipelineSettings) -> dict[str, str]:
     """The running stack's configuration, or a ServiceError that says what to start."""
     from cdclab.supervisor import ENV_FILE, STACK_FILE, Stack, read_env_file
 
     embedded = (state_dir / STACK_FILE).exists()
     if embedded:
-        stack = Stack(state_dir)
+        stack = Stack(state_dir, pipeline=pipeline)
         missing = [n for n in NEEDED if stack.pid_of(n) is None]
         if missing:
             raise ServiceError(
@@ -107,7 +108,7 @@ def running_stack_env(state_dir: Path) -> dict[str, str]:
 
 def cmd_notebook(args: argparse.Namespace) -> int:
     state_dir = settings.state_dir().resolve()
-    env = running_stack_env(state_dir)
+    env = running_stack_env(state_dir, settings.load_pipeline())
     root = Path(args.dir).resolve()
     if not root.is_dir():
         raise ServiceError(f"notebook directory {root} does not exist")

@@ -160,7 +160,7 @@ def assess(now: float, *, watcher: Mapping[str, Any] | None,
 
 
 # --- gathering ------------------------------------------------------------------------
-def job_runs(env: Mapping[str, str]) -> list[dict[str, Any]] | None:
+def job_runs(env: Mapping[str, str], job_name: str) -> list[dict[str, Any]] | None:
     from cdclab.services.glue_api import glue_call
 
     endpoint = env.get(settings.ENV_GLUE_ENDPOINT)
@@ -168,7 +168,7 @@ def job_runs(env: Mapping[str, str]) -> list[dict[str, Any]] | None:
         return None
     try:
         return glue_call(endpoint, "GetJobRuns", {
-            "JobName": settings.load_pipeline().glue_job.name,
+            "JobName": job_name,
             "MaxResults": RUNS_LOOKED_AT}, env=env)["JobRuns"]
     except (OSError, ValueError, KeyError):
         return None

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from pipeline_contract import settings
 from pipeline_contract.resources import lab_root
+from pipeline_contract.settings import PipelineSettings
 
 EMBEDDED, CONTAINERS = "embedded", "containers"
 BACKENDS = (EMBEDDED, CONTAINERS)
@@ -79,17 +80,18 @@ def temp_state_dir(prefix: str) -> Iterator[Path]:
 
 
 @contextmanager
-def embedded_stack(state: Path, names: tuple[str, ...] | None = None,
+def embedded_stack(state: Path, pipeline: PipelineSettings,
+                   names: tuple[str, ...] | None = None,
                    stop: bool = True) -> Iterator[dict[str, str]]:
     """The supervisor's stack in `state` (all services, or `names`), the Glue catalog and
     the pipeline's job set up; yields its environment. `stop`: down at the end."""
     from cdclab.setup import setup_lake
     from cdclab.supervisor import Stack
 
-    stack = Stack(state)
+    stack = Stack(state, pipeline=pipeline)
     try:
         stack.up(names)
-        setup_lake(stack.env())
+        setup_lake(stack.env(), pipeline)
         yield stack.env()
     finally:
         if stop:
@@ -115,7 +117,8 @@ class ComposeProject:
 
 
 @contextmanager
-def compose_stack(services: tuple[str, ...] = INFRA_SERVICES) -> Iterator[ComposeProject]:
+def compose_stack(pipeline: PipelineSettings, services: tuple[str, ...] = INFRA_SERVICES
+                  ) -> Iterator[ComposeProject]:
     """docker-compose.yml's `services` (the one-shot `init` too) as a project of its own."""
     from testcontainers.compose import DockerCompose
 
@@ -139,7 +142,7 @@ def compose_stack(services: tuple[str, ...] = INFRA_SERVICES) -> Iterator[Compos
         command = tuple(compose.compose_command_property)
         try:
             compose_env = {**os.environ, **overrides}
-            yield ComposeProject(ComposeRuntime(environ=compose_env).env(), command,
+            yield ComposeProject(ComposeRuntime(pipeline, environ=compose_env).env(), command,
                                  compose_env, folder)
         finally:
             # every service of the project, profiles included, and its volumes

@@ -79,17 +79,17 @@ def _lab(config: pytest.Config, say: Callable[[str], None]) -> Iterator[LabSessi
             if problem:
                 pytest.fail(f"cdclab: containers backend: {problem}", pytrace=False)
             say("cdclab: starting a private compose project (containers backend)")
-            project = stack.enter_context(compose_stack())
+            project = stack.enter_context(compose_stack(pipeline))
             lab = LabSession(backend, project.env, pipeline, compose=project)
         elif config.getoption("cdclab_reuse"):
             state = settings.state_dir()
             say(f"cdclab: embedded stack in {state} (reused; left running)")
-            env = stack.enter_context(embedded_stack(state, INFRA, stop=False))
+            env = stack.enter_context(embedded_stack(state, pipeline, INFRA, stop=False))
             lab = LabSession(backend, env, pipeline)
         else:
             state = stack.enter_context(temp_state_dir("pytest"))
             say(f"cdclab: starting an embedded stack in {state}")
-            env = stack.enter_context(embedded_stack(state, INFRA))
+            env = stack.enter_context(embedded_stack(state, pipeline, INFRA))
             lab = LabSession(backend, env, pipeline)
         stack.callback(lab.close)
         yield lab

@@ -53,16 +53,16 @@ def parked_objects(watcher: Mapping[str, Any] | None) -> list[dict[str, Any]]:
                   key=lambda p: p.get("parked_at") or 0, reverse=True)
 
 
-def _watcher_state() -> Mapping[str, Any] | None:
+def _watcher_state(p: settings.PipelineSettings) -> Mapping[str, Any] | None:
     try:
         from cdclab import runtime
 
-        return runtime.current().service_state("watcher")
+        return runtime.current(p).service_state("watcher")
     except Exception:  # no stack here: nothing parked to show
         return None
 
 
-def summary(env: Mapping[str, str], limit: int = MAX_DETAILED,
+def summary(env: Mapping[str, str], p: settings.PipelineSettings, limit: int = MAX_DETAILED,
             runs: Sequence[Mapping[str, Any]] | None = None,
             watcher: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """`runs`: the job's recent runs if the caller has them (else they are asked for);
@@ -70,7 +70,6 @@ def summary(env: Mapping[str, str], limit: int = MAX_DETAILED,
     from cdclab.pipeline_health import job_runs
     from cdclab.services.minio import s3_client
 
-    p = settings.load_pipeline()
     out: dict[str, Any] = {"location": p.quarantine_location,
                            "table": p.qualified(p.lake.quarantine_table)}
     try:
@@ -78,9 +77,11 @@ def summary(env: Mapping[str, str], limit: int = MAX_DETAILED,
             s3_client(dict(env), timeout=5), p.lake.bronze_bucket, p.lake.quarantine_prefix, limit)
     except Exception as e:  # S3 down: say so, the rest still shows
         out["objects"], out["object_reasons"], out["error"] = None, [], f"{e}"
-    out["records"], records = quarantined_records(job_runs(env) if runs is None else runs)
+    if runs is None:
+        runs = job_runs(env, p.glue_job.name)
+    out["records"], records = quarantined_records(runs)
     out["record_examples"] = records[:limit]
-    out["parked"] = parked_objects(_watcher_state() if watcher is None else watcher)
+    out["parked"] = parked_objects(_watcher_state(p) if watcher is None else watcher)
     return out
 
 

@@ -345,12 +345,11 @@ def source_data_rows(dsn: str, spec: Mapping[str, Any],
             yield plan.row(kept, renderer.row(values), "")
 
 
-def read_source(dsn: str) -> list[dict]:
+def read_source(dsn: str, src: settings.SourceSettings) -> list[dict]:
     """The demo table's rows (notebooks show them beside silver)."""
     import psycopg
     from psycopg.rows import dict_row
 
-    src = settings.load_pipeline().source
     with psycopg.connect(dsn, row_factory=dict_row) as conn:
         cols = ", ".join(SOURCE_COLUMNS)
         return conn.execute(f'SELECT {cols} FROM "{src.schema}"."{src.table}"').fetchall()
@@ -437,11 +436,11 @@ def reconcile_table(env: Mapping[str, str], spec: Mapping[str, Any],
     return result
 
 
-def reconcile(env: Mapping[str, str], table: str | None = None) -> ReconcileResult:
+def reconcile(env: Mapping[str, str], p: settings.PipelineSettings,
+              table: str | None = None) -> ReconcileResult:
     """Silver vs source for every table the job merges (the published specs), or one."""
     from cdclab.tables_sync import build_specs, published_specs, source_tables
 
-    p = settings.load_pipeline()
     specs = published_specs(env, p) or build_specs(
         source_tables(env[settings.ENV_PG_DSN], p), p).specs
     if table is not None:

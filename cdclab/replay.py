@@ -384,13 +384,12 @@ def table_from_header(qualified: str, header: list[str], p: settings.PipelineSet
 
 
 # --- the run -------------------------------------------------------------------------------
-def replay(options: ReplayOptions, env: Mapping[str, str],
+def replay(options: ReplayOptions, env: Mapping[str, str], p0: settings.PipelineSettings,
            progress: Callable[[str], None] = lambda _m: None) -> ReplayReport:
     from cdclab.services.glue_api import glue_client, register_job
     from cdclab.services.minio import s3_client
     from cdclab.tables_sync import layout_of, overrides_for, publish
 
-    p0 = settings.load_pipeline()
     source = open_source(options, env)
     progress(f"listing {options.source}")
     files_plan = plan(source.listing(), options.tables)

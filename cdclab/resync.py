@@ -77,14 +77,13 @@ def stamp_now() -> str:
 
 
 # --- the steps (I/O) ---------------------------------------------------------------------
-def wait_for_runs_to_end(env: Mapping[str, str], progress: Progress,
+def wait_for_runs_to_end(env: Mapping[str, str], job: str, progress: Progress,
                          timeout: float = RUNS_END_TIMEOUT) -> None:
     from cdclab.drain import ACTIVE_STATES, job_runs
 
-    job = settings.load_pipeline().glue_job.name
     deadline, said = time.monotonic() + timeout, 0.0
     while True:
-        active = [r.run_id for r in job_runs(env) if r.state in ACTIVE_STATES]
+        active = [r.run_id for r in job_runs(env, job) if r.state in ACTIVE_STATES]
         if not active:
             return
         if time.monotonic() > deadline:
@@ -96,12 +95,11 @@ def wait_for_runs_to_end(env: Mapping[str, str], progress: Progress,
         time.sleep(1)
 
 
-def archive(env: Mapping[str, str], folders: list[str], stamp: str,
+def archive(env: Mapping[str, str], p: settings.PipelineSettings, folders: list[str], stamp: str,
             progress: Progress) -> int:
     """Move every object under `folders` to the archive prefix; returns how many."""
     from cdclab.services.minio import s3_client
 
-    p = settings.load_pipeline()
     bucket, s3 = p.lake.bronze_bucket, s3_client(dict(env))
     moved = 0
     for folder in folders:
@@ -117,7 +115,8 @@ def archive(env: Mapping[str, str], folders: list[str], stamp: str,
     return moved
 
 
-def empty_silver(env: Mapping[str, str], progress: Progress) -> list[str]:
+def empty_silver(env: Mapping[str, str], lake: settings.LakeSettings,
+                 progress: Progress) -> list[str]:
     """Delete every row of the silver and tombstone tables (a new snapshot: the
     Iceberg history keeps the old rows for time travel until they are expired)."""
     from pyiceberg.exceptions import NoSuchTableError
@@ -125,7 +124,6 @@ def empty_silver(env: Mapping[str, str], progress: Progress) -> list[str]:
 
     from cdclab.reconcile import silver_catalog
 
-    lake = settings.load_pipeline().lake
     catalog, emptied = silver_catalog(env), []
     for name in (lake.silver_table, lake.tombstone_table):
         try:
@@ -138,19 +136,17 @@ def empty_silver(env: Mapping[str, str], progress: Progress) -> list[str]:
     return emptied
 
 
-def reset_bookmark(env: Mapping[str, str]) -> None:
+def reset_bookmark(env: Mapping[str, str], job: str) -> None:
     from cdclab.services.glue_api import glue_call
 
-    job = settings.load_pipeline().glue_job.name
     glue_call(env[settings.ENV_GLUE_ENDPOINT], "ResetJobBookmark", {"JobName": job}, env=env)
 
 
-def drop_slot(env: Mapping[str, str], progress: Progress) -> None:
+def drop_slot(env: Mapping[str, str], slot: str, progress: Progress) -> None:
     import psycopg
 
     from dms_emitter import replication as repl
 
-    slot = settings.load_pipeline().source.slot
     with psycopg.connect(env[settings.ENV_PG_DSN], autocommit=True) as conn:
         if repl.slot_confirmed_lsn(conn, slot) is not None:
             repl.wait_slot_released(conn, slot)
@@ -192,7 +188,7 @@ def resync(stack, table: str | None, progress: Progress, wait: bool = True,
     """Run the steps on the embedded stack (`stack`: a supervisor.Stack)."""
     from cdclab.runtime import STATE_FILES
 
-    p = settings.load_pipeline()
+    p = stack.pipeline
     missing = [n for n in ("postgres", "minio", "iceberg-rest", "glue")
                if stack.pid_of(n) is None]
     if missing:
@@ -207,14 +203,14 @@ def resync(stack, table: str | None, progress: Progress, wait: bool = True,
     stamp = stamp_now()
     progress(f"resync of {', '.join(chosen.tables)}: stopping the emitter and the watcher")
     stack.down(["watcher", "emitter"])
-    wait_for_runs_to_end(env, progress)
+    wait_for_runs_to_end(env, p.glue_job.name, progress)
     if chosen.whole:
-        drop_slot(env, progress)
-    archived = archive(env, chosen.folders, stamp, progress)
+        drop_slot(env, p.source.slot, progress)
+    archived = archive(env, p, chosen.folders, stamp, progress)
     where = f"s3://{p.lake.bronze_bucket}/{p.lake.archive_prefix.strip('/')}/{stamp}/"
     progress(f"moved {archived} objects to {where}")
-    emptied = empty_silver(env, progress) if chosen.empty_silver else []
-    reset_bookmark(env)
+    emptied = empty_silver(env, p.lake, progress) if chosen.empty_silver else []
+    reset_bookmark(env, p.glue_job.name)
     progress(f"reset the bookmark of {p.glue_job.name}")
     set_state_aside(emitter_state_path, stamp, None if chosen.whole else chosen.tables)
     watcher_state = stack.state_dir / STATE_FILES["watcher"]
@@ -229,7 +225,7 @@ def resync(stack, table: str | None, progress: Progress, wait: bool = True,
 
         env = stack.env()
         progress("waiting for the full load to reach silver")
-        wait_for_drain(env, current_wal_lsn(env[settings.ENV_PG_DSN]),
+        wait_for_drain(env, p, current_wal_lsn(env[settings.ENV_PG_DSN]),
                        timeout=drain_timeout, progress=progress)
-        report.reconcile = reconcile(env).to_json()
+        report.reconcile = reconcile(env, p).to_json()
     return report

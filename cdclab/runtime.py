@@ -26,6 +26,7 @@ from cdclab.services import registry
 from cdclab.services.base import LOOPBACK, ServiceError
 from cdclab.supervisor import ServiceStatus
 from pipeline_contract import resources, settings
+from pipeline_contract.settings import PipelineSettings
 
 EMBEDDED = "embedded"
 COMPOSE = "compose"
@@ -49,6 +50,7 @@ def read_json_object(path: Path) -> dict:
 
 class Runtime(ABC):
     name: str = ""
+    pipeline: PipelineSettings  # as the entry point read it
 
     @abstractmethod
     def env(self) -> dict[str, str]:
@@ -87,12 +89,13 @@ class Runtime(ABC):
     start_hint = ""
 
 
-def current(progress: Progress | None = None) -> Runtime:
+def current(pipeline: PipelineSettings, progress: Progress | None = None) -> Runtime:
+    """The runtime $CDCLAB_RUNTIME names, for the pipeline its caller read."""
     chosen = os.environ.get(settings.ENV_RUNTIME, EMBEDDED)
     if chosen == EMBEDDED:
-        return EmbeddedRuntime(progress)
+        return EmbeddedRuntime(pipeline, progress)
     if chosen == COMPOSE:
-        return ComposeRuntime()
+        return ComposeRuntime(pipeline)
     raise ServiceError(f"{settings.ENV_RUNTIME}={chosen!r}: use '{EMBEDDED}' or '{COMPOSE}'")
 
 
@@ -101,10 +104,11 @@ class EmbeddedRuntime(Runtime):
     name = EMBEDDED
     start_hint = "Start the stack with `cdclab up`."
 
-    def __init__(self, progress: Progress | None = None):
+    def __init__(self, pipeline: PipelineSettings, progress: Progress | None = None):
         from cdclab.supervisor import Stack
 
-        self.stack = Stack(progress=progress)
+        self.pipeline = pipeline
+        self.stack = Stack(progress=progress, pipeline=pipeline)
 
     @property
     def where(self) -> str:
@@ -193,7 +197,8 @@ class ComposeRuntime(Runtime):
     name = COMPOSE
     start_hint = "Start the stack with `docker compose up -d --wait`."
 
-    def __init__(self, environ: Mapping[str, str] | None = None):
+    def __init__(self, pipeline: PipelineSettings, environ: Mapping[str, str] | None = None):
+        self.pipeline = pipeline
         self.environ = dict(os.environ if environ is None else environ)
         # compose sets the in-network keys; on the host they are derived from the ports
         self.inside = settings.ENV_PG_DSN in self.environ
@@ -227,7 +232,7 @@ class ComposeRuntime(Runtime):
             keys = ("CDCLAB_", "AWS_", "GLUE_", "JUPYTER_")
             env = {k: v for k, v in self.environ.items() if k.startswith(keys)}
             if not self.inside:
-                db = settings.load_pipeline().source.database
+                db = self.pipeline.source.database
                 env.update(host_endpoints(published_ports(self.environ), db))
                 credentials.complete_env(env, self._host_credentials())
             else:

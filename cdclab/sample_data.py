@@ -70,8 +70,8 @@ def hosts(n: int, seed: int = 0, start_id: int = 1) -> list[Host]:
     return [host(rng, start_id + i) for i in range(n)]
 
 
-def insert_hosts(conn: psycopg.Connection, rows: list[Host]) -> None:
-    src = settings.load_pipeline().source
+def insert_hosts(conn: psycopg.Connection, p: settings.PipelineSettings, rows: list[Host]) -> None:
+    src = p.source
     query = sql.SQL("COPY {}.{} ({}) FROM STDIN").format(
         sql.Identifier(src.schema), sql.Identifier(src.table),
         sql.SQL(", ").join(map(sql.Identifier, COLUMNS)))
@@ -80,13 +80,14 @@ def insert_hosts(conn: psycopg.Connection, rows: list[Host]) -> None:
             copy.write_row(row)
 
 
-def seed(conn: psycopg.Connection, n: int, seed: int | None = 0) -> int:
+def seed(conn: psycopg.Connection, p: settings.PipelineSettings, n: int,
+         seed: int | None = 0) -> int:
     """Insert n sample hosts after the current max id (COPY); returns the count inserted."""
-    src = settings.load_pipeline().source
+    src = p.source
     start = conn.execute(sql.SQL("SELECT coalesce(max({}), 0) + 1 FROM {}.{}").format(
         sql.Identifier(src.primary_key), sql.Identifier(src.schema),
         sql.Identifier(src.table))).fetchone()[0]  # type: ignore[index]
-    insert_hosts(conn, hosts(n, seed if seed is not None else random.randrange(2**31), start))
+    insert_hosts(conn, p, hosts(n, seed if seed is not None else random.randrange(2**31), start))
     if not conn.autocommit:
         conn.commit()
     return n

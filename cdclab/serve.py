@@ -32,6 +32,8 @@ def port_for(port_name: str) -> int:
 
 
 def serve(name: str) -> int:
+    """The container's entry point: pipeline.toml is read here, once."""
+    pipeline = settings.load_pipeline()
     services = {s.name: s for s in all_services()}
     if name not in services:
         print(f"cdclab serve: unknown service {name!r}; one of {', '.join(services)}",
@@ -44,6 +46,7 @@ def serve(name: str) -> int:
         state_dir=settings.state_dir(),
         ports={p: port_for(p) for p in service.port_names},
         env={k: v for k, v in os.environ.items() if k.startswith(("CDCLAB_", "AWS_", "GLUE_"))},
+        pipeline=pipeline,
     )
     running = start_service(service, ctx)
     print(f"cdclab serve: {name} ready at {service.address(ctx)}", flush=True)

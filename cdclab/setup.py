@@ -13,10 +13,10 @@ from cdclab.tables_sync import sync
 from pipeline_contract import settings
 
 
-def setup_lake(env: Mapping[str, str], progress: Callable[[str], None] = lambda _m: None) -> None:
+def setup_lake(env: Mapping[str, str], p: settings.PipelineSettings,
+               progress: Callable[[str], None] = lambda _m: None) -> None:
     """The Glue database, each selected table's bronze catalog table and the job's table
     specs (cdclab.tables_sync), then the job itself."""
-    p = settings.load_pipeline()
     report = sync(env, p, progress)
     register_job(glue_client(env), p)
     progress(f"Glue catalog: {p.lake.glue_database}, {len(report.specs)} table(s) -> "

@@ -37,6 +37,7 @@ from cdclab.services.base import (
 )
 from pipeline_contract import settings
 from pipeline_contract.atomic import write_json
+from pipeline_contract.settings import PipelineSettings
 
 STACK_FILE = "stack.json"
 LOCK_FILE = "stack.lock"  # held by whoever starts or stops services: CLI, tests, keeper
@@ -97,14 +98,16 @@ def _proc_start_time(pid: int) -> str | None:
 
 
 class Stack:
-    def __init__(self, state_dir: Path | None = None, progress: Progress | None = None):
+    def __init__(self, state_dir: Path | None = None, progress: Progress | None = None, *,
+                 pipeline: PipelineSettings):
         self.state_dir = (state_dir or settings.state_dir()).resolve()
         # credentials and data: the owner's only (as root, PostgreSQL's user passes through)
         private_dir(self.state_dir, traversed_by_server=True)
         self.progress = progress or (lambda msg: None)
         self.services = {s.name: s for s in all_services()}
         self._record = self._load_record()
-        self.ctx = StackContext(state_dir=self.state_dir, ports=dict(self._record["ports"]))
+        self.ctx = StackContext(state_dir=self.state_dir, ports=dict(self._record["ports"]),
+                                pipeline=pipeline)
         self.ctx.env.update(credentials.load_or_create(self.state_dir))
         self.ctx.env[settings.ENV_STATE_DIR] = str(self.state_dir)
         self.ctx.env[settings.ENV_CACHE_DIR] = str(settings.cache_dir())
@@ -112,6 +115,11 @@ class Stack:
         self._lock_fd: int | None = None
         self._lock_depth = 0
         self._children: dict[str, subprocess.Popen] = {}  # what this process started
+
+    @property
+    def pipeline(self) -> PipelineSettings:
+        """pipeline.toml as the entry point that built this stack read it."""
+        return self.ctx.pipeline
 
     # --- persistent record --------------------------------------------------------
     def _load_record(self) -> dict:

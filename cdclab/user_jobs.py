@@ -58,7 +58,7 @@ def user_job_definition(p: settings.PipelineSettings, script_uri: str,
 
 
 # --- I/O ------------------------------------------------------------------------------
-def add_job(env: Mapping[str, str], script: Path, name: str | None,
+def add_job(env: Mapping[str, str], p: settings.PipelineSettings, script: Path, name: str | None,
             arguments: Mapping[str, str], progress: Callable[[str], None],
             trigger: bool = False) -> str:
     """Upload the script and create or update its job; `trigger`: tag it so the watcher
@@ -68,7 +68,6 @@ def add_job(env: Mapping[str, str], script: Path, name: str | None,
 
     if not script.is_file():
         raise JobArgumentError(f"{script}: no such script")
-    p = settings.load_pipeline()
     name = job_name_for(script, name)
     key = script_key(name)
     s3_client(dict(env)).upload_file(str(script), p.lake.scripts_bucket, key)

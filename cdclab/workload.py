@@ -123,9 +123,9 @@ def apply_to_model(model: dict[int, dict[str, Any]], txns: list[Transaction]) ->
                 del model[op.id]
 
 
-def execute(conn: psycopg.Connection, txn: Transaction) -> None:
+def execute(conn: psycopg.Connection, p: settings.PipelineSettings, txn: Transaction) -> None:
     """Run one planned transaction and commit it."""
-    src = settings.load_pipeline().source
+    src = p.source
     table = sql.SQL("{}.{}").format(sql.Identifier(src.schema), sql.Identifier(src.table))
     key = sql.Identifier(src.primary_key)
     with conn.transaction():
@@ -146,7 +146,8 @@ def execute(conn: psycopg.Connection, txn: Transaction) -> None:
 
 
 def run_workload(
-    dsn: str, *, duration: float | None = None, transactions: int | None = None,
+    dsn: str, p: settings.PipelineSettings, *, duration: float | None = None,
+    transactions: int | None = None,
     rate: float = 40.0, seed: int | None = None,
     progress: Callable[[str], None] | None = None, hold_rows: int = 0,
 ) -> dict[str, Any]:
@@ -155,7 +156,7 @@ def run_workload(
     if duration is None and transactions is None:
         raise ValueError("run_workload needs duration or transactions")
     seed = random.randrange(2**31) if seed is None else seed
-    src = settings.load_pipeline().source
+    src = p.source
     counts = {INSERT: 0, UPDATE: 0, DELETE: 0}
     done = 0
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -172,7 +173,7 @@ def run_workload(
             if duration is not None and now - start >= duration:
                 break
             txn = planner.transaction()
-            execute(conn, txn)
+            execute(conn, p, txn)
             done += 1
             for op in txn:
                 counts[op.kind] += 1

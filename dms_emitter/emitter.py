@@ -109,9 +109,11 @@ class EmitterConfig:
                              f"{self.migration_type!r}: expected one of {MIGRATION_TYPES}")
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> EmitterConfig:
+    def from_env(cls, p: settings.PipelineSettings,
+                 env: dict[str, str] | None = None) -> EmitterConfig:
+        """The emitter's configuration: pipeline.toml's `p` (as main read it) and `env`'s
+        DSN, state dir and batch overrides."""
         env = dict(os.environ if env is None else env)
-        p = settings.load_pipeline()
         dsn = env.get(settings.ENV_PG_DSN)
         if not dsn:
             raise SystemExit(f"dms_emitter: set {settings.ENV_PG_DSN} to the source DSN")
@@ -711,7 +713,8 @@ def main() -> None:
     resumes at the slot's confirmed LSN, so an outage replays changes, never skips them."""
     from dms_emitter.sink import bronze_sink
 
-    emitter = Emitter(EmitterConfig.from_env(), bronze_sink())
+    p = settings.load_pipeline()  # the process's one read of pipeline.toml
+    emitter = Emitter(EmitterConfig.from_env(p), bronze_sink(p))
     signal.signal(signal.SIGTERM, emitter.stop)
     signal.signal(signal.SIGINT, emitter.stop)
     failures = 0

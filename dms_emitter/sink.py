@@ -138,7 +138,6 @@ class LocalDirSink:
             tmp.unlink(missing_ok=True)
 
 
-def bronze_sink() -> S3Sink:
+def bronze_sink(pipeline: settings.PipelineSettings) -> S3Sink:
     """The DMS bucket folder; each table's files go to <schema>/<table> below it."""
-    pipeline = settings.load_pipeline()
     return S3Sink(pipeline.lake.bronze_bucket, pipeline.dms.bucket_folder)

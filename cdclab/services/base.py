@@ -23,7 +23,13 @@ from urllib.parse import urlsplit, urlunsplit
 from cdclab.services import registry
 from pipeline_contract.listen import ENV_BIND_HOST, LOOPBACK, bind_host  # noqa: F401
 from pipeline_contract.minio_users import ENV_MINIO_USERS
-from pipeline_contract.settings import ENV_ACCESS_KEY, ENV_CATALOG_TOKEN, ENV_PG_DSN, ENV_SECRET_KEY
+from pipeline_contract.settings import (
+    ENV_ACCESS_KEY,
+    ENV_CATALOG_TOKEN,
+    ENV_PG_DSN,
+    ENV_SECRET_KEY,
+    PipelineSettings,
+)
 
 ENV_PG_PASSWORD = "CDCLAB_PG_PASSWORD"  # cdclab.credentials
 ENV_JUPYTER_TOKEN = "JUPYTER_TOKEN"  # read by Jupyter Server itself
@@ -118,6 +124,8 @@ class StackContext:
     ports: dict[str, int] = field(default_factory=dict)
     # The shared environment: every configuration key of pipeline_contract.settings, credentials.
     env: dict[str, str] = field(default_factory=dict)
+    # pipeline.toml as the entry point that built the stack read it (once)
+    pipeline: PipelineSettings = field(kw_only=True)
 
     def service_dir(self, name: str) -> Path:
         """The service's own directory: its owner's only (private_dir)."""

@@ -37,7 +37,7 @@ class EmitterService(Service):
         return emitter_healthy(read_state(ctx.state_dir / "emitter" / "state.json"))
 
     def address(self, ctx: StackContext) -> str:
-        p = settings.load_pipeline()
+        p = ctx.pipeline
         return f"slot {p.source.slot} -> {p.bronze_location}"
 
     def startup_timeout(self) -> float:

@@ -116,7 +116,7 @@ class IcebergRestService(Service):
         keys = {**ctx.env, **minio_users.service_keys(ctx.env, self.name)}
         env = catalog_environment(
             jdbc_uri=f"jdbc:sqlite:file:{db}",
-            warehouse=settings.load_pipeline().warehouse,
+            warehouse=ctx.pipeline.warehouse,
             s3_endpoint=ctx.env[settings.ENV_S3_ENDPOINT],
             access_key=keys[settings.ENV_ACCESS_KEY],
             secret_key=keys[settings.ENV_SECRET_KEY],

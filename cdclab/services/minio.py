@@ -77,7 +77,7 @@ class MinioService(Service):
             return resp.status == 200
 
     def after_start(self, ctx: StackContext) -> None:
-        p = settings.load_pipeline()
+        p = ctx.pipeline
         lake = p.lake
         s3 = s3_client(ctx.env)
         existing = {b["Name"] for b in s3.list_buckets().get("Buckets", [])}

@@ -167,7 +167,7 @@ class PostgresService(Service):
 
     def dsn(self, ctx: StackContext, database: str | None = None) -> str:
         user, password = credentials(ctx)
-        db = database or settings.load_pipeline().source.database
+        db = database or ctx.pipeline.source.database
         return dsn(user, password, ctx.ports["postgres"], db)
 
     def healthy(self, ctx: StackContext) -> bool:
@@ -180,7 +180,7 @@ class PostgresService(Service):
     def after_start(self, ctx: StackContext) -> None:
         import psycopg
 
-        database = settings.load_pipeline().source.database
+        database = ctx.pipeline.source.database
         with psycopg.connect(self.dsn(ctx, "postgres"), autocommit=True) as conn:
             exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s",
                                   (database,)).fetchone()

@@ -47,7 +47,7 @@ class WatcherService(Service):
     def process(self, ctx: StackContext) -> ProcessSpec:
         env = {
             settings.ENV_STATE_DIR: str(ctx.state_dir),
-            "GLUE_JOB_NAME": settings.load_pipeline().glue_job.name,
+            "GLUE_JOB_NAME": ctx.pipeline.glue_job.name,
             **minio_users.service_keys(ctx.env, self.name),
         }
         if self.interval is not None:
@@ -67,5 +67,5 @@ class WatcherService(Service):
             time.time() - updated < settings.WATCHER_STALE_SECONDS)
 
     def address(self, ctx: StackContext) -> str:
-        p = settings.load_pipeline()
+        p = ctx.pipeline
         return f"{p.bronze_location} -> lambda_function.lambda_handler -> {p.glue_job.name}"

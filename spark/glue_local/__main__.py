@@ -50,7 +50,8 @@ def main(argv: list[str] | None = None) -> None:
     # workers inherit this process's environment, and need not see it.
     env = dict(os.environ)
     os.environ.pop(settings.ENV_CATALOG_TOKEN, None)
-    server = make_server(settings.state_dir(), args.port, env, warm=args.warm)
+    server = make_server(settings.state_dir(), args.port, env, warm=args.warm,
+                         pipeline=settings.load_pipeline())
     logging.getLogger("glue_local").info("local Glue API on %s (state %s)",
                                          server.endpoint, settings.state_dir())
 

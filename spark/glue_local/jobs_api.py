@@ -359,16 +359,13 @@ JOB_FIELDS = (
 
 
 def code_places(ctx) -> code_sources.CodePlaces:
-    """Where code may come from (the server's, else the pipeline's scripts bucket)."""
-    places = getattr(ctx, "code_places", None)
-    return places if places is not None else default_code_places()
+    """Where code may come from: the server's (ServerContext.code_places)."""
+    return ctx.code_places
 
 
-def default_code_places() -> code_sources.CodePlaces:
+def default_code_places(p: settings.PipelineSettings) -> code_sources.CodePlaces:
     """The scripts bucket (pipeline lake.scripts_bucket, or CDCLAB_SCRIPTS_BUCKET) and what
     the other MinIO users may write in it (pipeline_contract.minio_users' policies)."""
-
-    p = settings.load_pipeline()
     bucket = p.lake.scripts_bucket
     writable = {resource for name in minio_users.SERVICES
                 for st in minio_users.policy(name, p)["Statement"]

@@ -68,7 +68,8 @@ def start_own_driver(own: dict) -> SparkContext:
     its `--conf` as the driver's settings (glue_local.glue_runtimes)."""
     from glue_local.spark_session import build_session
 
-    spark = build_session(own["env"], app_name=f"cdclab-glue-{own['glue_version']}",
+    spark = build_session(own["env"], own["catalog"], own["catalog_name"],
+                          app_name=f"cdclab-glue-{own['glue_version']}",
                           extra_conf=own.get("conf"),
                           spark_jars=[Path(j) for j in own["jars"]])
     return spark.sparkContext

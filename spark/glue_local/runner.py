@@ -17,6 +17,7 @@ needs the driver; `--warm` starts it with the service.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import json
 import logging
@@ -97,14 +98,16 @@ def exit_message(returncode: int) -> str:
 
 
 # --- I/O ----------------------------------------------------------------------------
-def _default_session_factory(env: Mapping[str, str], extra_conf: Mapping[str, str] | None = None):
+def _default_session_factory(env: Mapping[str, str], extra_conf: Mapping[str, str] | None = None,
+                             *, pipeline: settings.PipelineSettings):
     try:
-        build_session = importlib.import_module("glue_local.spark_session").build_session
+        spark_session = importlib.import_module("glue_local.spark_session")
     except ModuleNotFoundError as e:
         if e.name != "glue_local.spark_session":
             raise
         raise RuntimeError("glue_local.spark_session is missing: cannot build Spark") from e
-    return build_session(env, extra_conf=extra_conf)
+    return spark_session.build_session(env, spark_session.catalog_conf(env, pipeline),
+                                       pipeline.lake.catalog_name, extra_conf=extra_conf)
 
 
 def _child_env() -> dict[str, str]:
@@ -160,10 +163,14 @@ class _Active:
 
 class Runner:
     def __init__(self, store: jobs_api.JobStore, env: Mapping[str, str], state_dir: Path,
+                 pipeline: settings.PipelineSettings,
                  session_factory: Callable[..., object] | None = None) -> None:
         self.store, self.env, self.state_dir = store, dict(env), Path(state_dir)
+        self.pipeline = pipeline  # as the server's entry point read it: not read per run
         self.log_dir = settings.glue_run_logs(self.state_dir)
-        self.driver = Driver(session_factory or _default_session_factory, self.env,
+        factory = session_factory or functools.partial(_default_session_factory,
+                                                       pipeline=pipeline)
+        self.driver = Driver(factory, self.env,
                              on_state=lambda d: write_driver_state(self.state_dir, d))
         self._queue: queue.Queue = queue.Queue()
         self._active: dict[str, _Active] = {}
@@ -196,7 +203,7 @@ class Runner:
             from glue_local.spark_session import warm_up
 
             started = time.monotonic()
-            warm_up(self.session())
+            warm_up(self.session(), self.pipeline.lake.catalog_name)
             log.info("new Spark driver warm in %.1fs", time.monotonic() - started)
         except Exception:
             log.exception("the Spark driver did not come back: exiting, to be restarted")
@@ -311,7 +318,7 @@ class Runner:
                 from glue_local.spark_session import warm_up
 
                 started = time.monotonic()
-                warm_up(self.session())
+                warm_up(self.session(), self.pipeline.lake.catalog_name)
                 log.info("Spark warm (session, Python workers, Iceberg catalog) in %.1fs",
                          time.monotonic() - started)
             except Exception:
@@ -431,7 +438,7 @@ class Runner:
         if self.env.get(settings.ENV_PROFILE, settings.PROFILE_LOCAL) != settings.PROFILE_AWS:
             glue_catalogs = run_args.glue_catalogs(conf)
             if glue_catalogs:
-                p = settings.load_pipeline()
+                p = self.pipeline
                 conf, notes = run_args.localize_catalogs(
                     conf, local_spark_conf(self.env, p), p.lake.catalog_name)
                 for n in notes:
@@ -472,7 +479,7 @@ class Runner:
                 "jars": plan.jars, "result": str(work / "result.json"),
                 # a GlueCatalog the script's own SparkConf defines maps to this catalog's
                 # local REST settings (glue_local.script_conf)
-                "lake_catalog": (settings.load_pipeline().lake.catalog_name
+                "lake_catalog": (self.pipeline.lake.catalog_name
                                  if self.env.get(settings.ENV_PROFILE, settings.PROFILE_LOCAL)
                                  != settings.PROFILE_AWS else None),
             }
@@ -482,10 +489,16 @@ class Runner:
                      f"runtime (Spark {runtime.spark}, Iceberg {runtime.iceberg}, "
                      f"AWSGlueDataplanePython {runtime.awsglue}), on a Spark driver of its own")
                 if uses_spark:
+                    from glue_local.spark_session import catalog_conf
+
+                    driver_env = glue_runtimes.driver_env(self.env, self.state_dir, note)
                     spec["own_driver"] = {
                         "glue_version": runtime.glue_version, "conf": plan.conf,
-                        "jars": [str(j) for j in runtime.jars],
-                        "env": glue_runtimes.driver_env(self.env, self.state_dir, note)}
+                        "jars": [str(j) for j in runtime.jars], "env": driver_env,
+                        # the lake's settings from the runner's pipeline: the run's
+                        # process does not read pipeline.toml again
+                        "catalog": catalog_conf(driver_env, self.pipeline),
+                        "catalog_name": self.pipeline.lake.catalog_name}
                 return self._run_process(spec, out, active, runtime)
             if not uses_spark:
                 return self._run_process(spec, out, active)

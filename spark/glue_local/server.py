@@ -39,6 +39,7 @@ from glue_local import (
 )
 from glue_local.errors import GlueError
 from glue_local.runner import Runner
+from pipeline_contract import settings
 from pipeline_contract.listen import bind_host
 
 log = logging.getLogger("glue_local.server")
@@ -71,7 +72,8 @@ class ServerContext:
     env: dict[str, str] = field(default_factory=dict)
     jobs: jobs_api.JobStore | None = None
     runner: Runner | None = None
-    code_places: code_sources.CodePlaces | None = None  # where job code may come from
+    # where job code may come from (jobs_api.default_code_places of the server's settings)
+    code_places: code_sources.CodePlaces = field(kw_only=True)
     caller: str = access.ADMIN  # the client of the request being served
 
 
@@ -267,16 +269,18 @@ class GlueApiServer(ThreadingHTTPServer):
 
 
 def make_server(state_dir: Path, port: int = 0, env: Mapping[str, str] | None = None, *,
-                warm: bool = False, session_factory=None, quiet: bool = False) -> GlueApiServer:
-    """Server + store + runner, with runs from before a restart recovered and re-queued."""
+                pipeline: settings.PipelineSettings, warm: bool = False, session_factory=None,
+                quiet: bool = False) -> GlueApiServer:
+    """Server + store + runner, with runs from before a restart recovered and re-queued;
+    `pipeline` as its entry point read it, handed to the runner and the API."""
     state_dir = Path(state_dir)
     env = dict(os.environ if env is None else env)
     clients = accepted_clients(env)
     state_upgrade.upgrade(state_dir)  # earlier versions' per-job file names, once
     store = jobs_api.JobStore(state_dir)
-    runner = Runner(store, env, state_dir, session_factory=session_factory)
+    runner = Runner(store, env, state_dir, pipeline, session_factory=session_factory)
     ctx = ServerContext(state_dir=state_dir, env=env, jobs=store, runner=runner,
-                        code_places=jobs_api.default_code_places())
+                        code_places=jobs_api.default_code_places(pipeline))
     server = GlueApiServer(port, ctx, operations(), clients)
     if quiet:
         _Handler.log_message = lambda *a, **k: None  # type: ignore[method-assign]
@@ -308,7 +312,10 @@ def accepted_clients(env: dict[str, str]) -> dict[str, Client] | None:
 
 @contextmanager
 def running_server(state_dir: Path, **kwargs) -> Iterator[GlueApiServer]:
-    """In-process server on a free port, for tests and embedding."""
+    """In-process server on a free port, for tests and embedding: this entry point reads
+    pipeline.toml once, unless given `pipeline=`."""
+    if "pipeline" not in kwargs:
+        kwargs["pipeline"] = settings.load_pipeline()
     server = make_server(state_dir, **kwargs)
     thread = threading.Thread(target=server.serve_forever, name="glue-api", daemon=True)
     thread.start()

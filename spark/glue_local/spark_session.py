@@ -12,12 +12,26 @@ from pipeline_contract import settings
 from pipeline_contract.job_config import aws_spark_conf, catalog_token_conf, local_spark_conf
 
 
+def catalog_conf(env: Mapping[str, str], p: settings.PipelineSettings) -> dict[str, str]:
+    """The lake catalog's Spark settings for `env`'s profile: Glue's catalog and real S3 on
+    aws, the local REST catalog otherwise (plain strings: they travel to a run's process)."""
+    if env.get(settings.ENV_PROFILE, settings.PROFILE_LOCAL) == settings.PROFILE_AWS:
+        return aws_spark_conf(p) | {  # real S3 through S3A, default AWS credentials, no endpoint
+            "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+            "spark.hadoop.fs.s3a.aws.credentials.provider":
+                "com.amazonaws.auth.DefaultAWSCredentialsProviderChain",
+        }
+    return local_spark_conf(env, p)
+
+
 def session_conf(
-    env: Mapping[str, str], app_name: str = "cdclab-glue", master: str = "local[2]",
-    extra_conf: Mapping[str, str] | None = None, spark_jars: Sequence[Path] | None = None,
+    env: Mapping[str, str], catalog: Mapping[str, str], app_name: str = "cdclab-glue",
+    master: str = "local[2]", extra_conf: Mapping[str, str] | None = None,
+    spark_jars: Sequence[Path] | None = None,
 ) -> dict[str, str]:
     """All Spark settings for the session (pure: unit-testable without a JVM).
-    `spark_jars`: the Iceberg/S3A jars of the run's Glue version (default: the lab's)."""
+    `catalog`: catalog_conf's; `spark_jars`: the Iceberg/S3A jars of the run's Glue
+    version (default: the lab's)."""
     state = Path(env.get(settings.ENV_STATE_DIR, settings.state_dir())) / "spark"
     from glue_local import glue_jvm
 
@@ -27,15 +41,6 @@ def session_conf(
     if missing:
         raise FileNotFoundError(
             f"Spark jars missing: {', '.join(missing)} — run scripts/bootstrap.sh")
-    if env.get(settings.ENV_PROFILE, settings.PROFILE_LOCAL) == settings.PROFILE_AWS:
-        catalog = aws_spark_conf(settings.load_pipeline())
-        catalog |= {  # real S3 through S3A, default AWS credentials chain, no endpoint
-            "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
-            "spark.hadoop.fs.s3a.aws.credentials.provider":
-                "com.amazonaws.auth.DefaultAWSCredentialsProviderChain",
-        }
-    else:
-        catalog = local_spark_conf(env, settings.load_pipeline())
     conf = {
         # a standalone cluster (compose `spark` profile) when CDCLAB_SPARK_MASTER says so
         "spark.master": env.get(settings.ENV_SPARK_MASTER, master),
@@ -79,11 +84,13 @@ def session_conf(
 
 
 def build_session(
-    env: Mapping[str, str], app_name: str = "cdclab-glue", master: str = "local[2]",
+    env: Mapping[str, str], catalog: Mapping[str, str], catalog_name: str,
+    app_name: str = "cdclab-glue", master: str = "local[2]",
     extra_conf: Mapping[str, str] | None = None, spark_jars: Sequence[Path] | None = None,
 ):
     """A local SparkSession configured like the Glue job (one JVM per process: if a
-    session already exists, Spark returns it and static settings cannot change)."""
+    session already exists, Spark returns it and static settings cannot change).
+    `catalog`: catalog_conf's settings; `catalog_name`: the lake's catalog."""
     from pyspark.sql import SparkSession
 
     # The JVM inherits this process's environment: the S3 keys reach S3A and S3FileIO
@@ -96,24 +103,23 @@ def build_session(
 
     glue_jvm.build()  # the JVM side of awsglue, once per source version
     builder = SparkSession.builder
-    for key, value in session_conf(env, app_name, master, extra_conf, spark_jars).items():
+    for key, value in session_conf(env, catalog, app_name, master, extra_conf,
+                                   spark_jars).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     if env.get(settings.ENV_PROFILE, settings.PROFILE_LOCAL) != settings.PROFILE_AWS:
         # the catalog's token on the running JVM: in the context's conf, so every session
         # a run opens (newSession) inherits it, and in this one
         jconf = spark.sparkContext._jsc.sc().conf()
-        catalog = settings.load_pipeline().lake.catalog_name
-        for key, value in catalog_token_conf(env, [catalog]).items():
+        for key, value in catalog_token_conf(env, [catalog_name]).items():
             jconf.set(key, value)
             spark.conf.set(key, value)
     return spark
 
 
-def warm_up(spark, catalog: str | None = None) -> None:
+def warm_up(spark, catalog: str) -> None:
     """Load what the first run would otherwise pay for: the SQL engine, Python workers
-    and the Iceberg catalog classes (a cold first MERGE costs tens of seconds)."""
-    catalog = catalog or settings.load_pipeline().lake.catalog_name
+    and the Iceberg catalog (`catalog`) classes (a cold first MERGE costs tens of seconds)."""
     spark.range(100).selectExpr("sum(id)").collect()
     spark.sparkContext.parallelize(range(4), 2).map(lambda x: x * 2).collect()
     spark.sql(f"SHOW NAMESPACES IN {catalog}").collect()

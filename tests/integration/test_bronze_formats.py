@@ -21,6 +21,7 @@ from cdclab.services.minio import s3_client
 from cdclab.tables_sync import published_specs
 from cdclab.workload import run_workload
 from pipeline_contract import settings
+from pipeline_contract.settings import load_pipeline
 from tests.resources.pipeline_stack import pipeline_stack
 from tests.resources.stack import CONTAINERS, backend
 
@@ -72,7 +73,7 @@ def parquet_stack(tmp_path_factory) -> Iterator[dict[str, str]]:
     def prepare(env: dict[str, str]) -> None:
         with psycopg.connect(env[settings.ENV_PG_DSN], autocommit=True) as conn:
             conn.execute(PAYMENTS)
-            seed(conn, 200, seed=SEED)
+            seed(conn, load_pipeline(), 200, seed=SEED)
             payments(conn, random.Random(SEED), 60)
 
     changes = {"table_mappings": f'"{work / "mappings.json"}"', "data_format": '"parquet"',
@@ -90,9 +91,9 @@ def test_parquet_date_partitioned_bronze_reaches_silver_equal_to_the_source(
     assert {s["bronze_format"] for s in specs} == {"parquet"}
     with psycopg.connect(dsn, autocommit=True) as conn:
         payments(conn, random.Random(SEED + 1), 80)
-    run_workload(dsn, transactions=80, rate=60, seed=SEED)
-    wait_for_drain(env, current_wal_lsn(dsn), timeout=420)
-    result = reconcile(env)
+    run_workload(dsn, load_pipeline(), transactions=80, rate=60, seed=SEED)
+    wait_for_drain(env, load_pipeline(), current_wal_lsn(dsn), timeout=420)
+    result = reconcile(env, load_pipeline())
     assert result.equal, f"seed {SEED}: {json.dumps(result.to_json(), default=str)[:3000]}"
     assert set(result.tables) == {"public.hosts_demo", "public.payments"}
     p = settings.load_pipeline()
@@ -115,12 +116,12 @@ def test_a_column_added_at_the_source_flows_through_parquet_after_a_sync(
     dsn = env[settings.ENV_PG_DSN]
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("ALTER TABLE public.payments ADD COLUMN extra text")
-    setup_lake(env)
+    setup_lake(env, load_pipeline())
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("UPDATE public.payments SET extra = 'x' || id WHERE id % 2 = 0")
         payments(conn, random.Random(SEED + 2), 20)
-    wait_for_drain(env, current_wal_lsn(dsn), timeout=420)
-    result = reconcile(env, "public.payments")
+    wait_for_drain(env, load_pipeline(), current_wal_lsn(dsn), timeout=420)
+    result = reconcile(env, load_pipeline(), "public.payments")
     assert result.equal, json.dumps(result.to_json(), default=str)[:3000]
     spec = {s["name"]: s for s in published_specs(env, settings.load_pipeline())}["public.payments"]
     assert "extra" in [c["name"] for c in spec["silver_columns"]]

@@ -24,6 +24,7 @@ from cdclab.sample_data import seed
 from cdclab.services import registry
 from cdclab.workload import run_workload
 from pipeline_contract import settings
+from pipeline_contract.settings import load_pipeline
 from tests.resources.stack import CONTAINERS, backend
 
 pytestmark = [
@@ -40,7 +41,7 @@ def test_every_service_dies_and_its_restart_policy_brings_it_back(stack) -> None
     dsn = stack.env[settings.ENV_PG_DSN]
     with psycopg.connect(dsn) as conn:
         if not conn.execute("SELECT count(*) FROM public.hosts_demo").fetchone()[0]:
-            seed(conn, 500, seed=SEED)
+            seed(conn, load_pipeline(), 500, seed=SEED)
     stack.start_pipeline()
     rng = random.Random(SEED)
     order = rng.sample(SERVICES, len(SERVICES))
@@ -50,7 +51,7 @@ def test_every_service_dies_and_its_restart_policy_brings_it_back(stack) -> None
 
         def workload(done: threading.Event = done, offset: int = len(recovered)) -> None:
             try:
-                run_workload(dsn, transactions=40, rate=20, seed=SEED + offset)
+                run_workload(dsn, load_pipeline(), transactions=40, rate=20, seed=SEED + offset)
             except psycopg.OperationalError:
                 pass  # postgres itself died under the workload: the rest is still checked
             finally:
@@ -69,8 +70,8 @@ def test_every_service_dies_and_its_restart_policy_brings_it_back(stack) -> None
     for name in SERVICES:  # status says so
         assert shown[name]["restarts"] >= 1, shown[name]
         assert "restart policy" in shown[name]["note"]
-    wait_for_drain(stack.env, current_wal_lsn(dsn), timeout=600)
-    result = reconcile(stack.env)
+    wait_for_drain(stack.env, load_pipeline(), current_wal_lsn(dsn), timeout=600)
+    result = reconcile(stack.env, load_pipeline())
     assert result.equal, f"seed {SEED}: {result.to_json()}"
     assert result.source_rows > 0
     ids = silver_ids(stack.env)  # reconcile keys silver by id: duplicates need their own look

@@ -20,6 +20,7 @@ from dms_emitter.dms_csv import parse_dms_csv
 from dms_emitter.emitter import Emitter, EmitterConfig
 from dms_emitter.sink import S3Sink, bronze_sink
 from pipeline_contract import settings
+from pipeline_contract.settings import load_pipeline
 from tests.resources.launch import launch
 from tests.resources.waiting import wait_for as _wait_for
 
@@ -64,7 +65,7 @@ def reset_source(dsn: str, rows: int) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("TRUNCATE public.hosts_demo")
     with psycopg.connect(dsn) as conn:
-        seed(conn, rows, seed=11)
+        seed(conn, load_pipeline(), rows, seed=11)
 
 
 def drop_slot(dsn: str, slot: str) -> None:
@@ -88,11 +89,12 @@ def s3_env(minio: dict, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict]:
 def test_full_load_then_cdc_as_a_service(postgres, s3_env, tmp_path: Path) -> None:
     dsn = postgres.dsn
     reset_source(dsn, 300)
-    sink = bronze_sink().child(f"{PIPE.source.schema}/{PIPE.source.table}")
+    sink = bronze_sink(PIPE).child(f"{PIPE.source.schema}/{PIPE.source.table}")
     clear(sink)
     state = tmp_path / "state"
     ctx = StackContext(state_dir=state, env={**s3_env["env"], settings.ENV_PG_DSN: dsn,
-                                             settings.ENV_BATCH_INTERVAL: "0.5"})
+                                             settings.ENV_BATCH_INTERVAL: "0.5"},
+                       pipeline=load_pipeline())
     running = launch(EmitterService(), ctx)  # healthy = full load done, streaming
     try:
         files = read_files(sink)
@@ -101,7 +103,7 @@ def test_full_load_then_cdc_as_a_service(postgres, s3_env, tmp_path: Path) -> No
         assert len(load) == 300 and {r["Op"] for r in load} == {"I"}
         assert replay(files) == source_rows(dsn)
 
-        report = run_workload(dsn, transactions=80, rate=0, seed=5)
+        report = run_workload(dsn, load_pipeline(), transactions=80, rate=0, seed=5)
         assert report["transactions"] == 80
         expected = source_rows(dsn)
         wait_for(lambda: replay(read_files(sink)) == expected, what="CDC files to match source")
@@ -150,8 +152,9 @@ def test_crash_before_confirm_replays_and_loses_nothing(postgres, s3_env, tmp_pa
     reset_source(dsn, 50)
     slot = f"crash_{uuid.uuid4().hex[:8]}"
     cfg = dataclasses.replace(
-        EmitterConfig.from_env({settings.ENV_PG_DSN: dsn, settings.ENV_STATE_DIR: str(tmp_path),
-                                settings.ENV_BATCH_INTERVAL: "0.3"}),
+        EmitterConfig.from_env(PIPE, {settings.ENV_PG_DSN: dsn,
+                                      settings.ENV_STATE_DIR: str(tmp_path),
+                                      settings.ENV_BATCH_INTERVAL: "0.3"}),
         slot=slot)
     sink = S3Sink(PIPE.lake.bronze_bucket, f"crashtest-{slot}/{PIPE.dms.bucket_folder}")
     table_files = sink.child(f"{PIPE.source.schema}/{PIPE.source.table}")
@@ -173,7 +176,7 @@ def test_crash_before_confirm_replays_and_loses_nothing(postgres, s3_env, tmp_pa
         t1 = run(first)
         wait_for(lambda: table_files.names("LOAD")
                  and first.state.get("phase") == "streaming", what="full load")
-        run_workload(dsn, transactions=30, rate=0, seed=9)
+        run_workload(dsn, load_pipeline(), transactions=30, rate=0, seed=9)
         t1.join(timeout=60)
         assert len(errors) == 1 and isinstance(errors[0], Crash), errors
         crashed = crashing.crashed_file

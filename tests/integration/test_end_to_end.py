@@ -23,6 +23,7 @@ from cdclab.reconcile import reconcile
 from cdclab.sample_data import seed
 from cdclab.workload import run_workload
 from pipeline_contract import settings
+from pipeline_contract.settings import load_pipeline
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -31,8 +32,8 @@ SEED = int(os.environ.get("CDCLAB_TEST_SEED", random.randrange(1_000_000)))
 
 def _drain_and_reconcile(env: dict[str, str]) -> None:
     target = current_wal_lsn(env[settings.ENV_PG_DSN])
-    wait_for_drain(env, target, timeout=420)
-    result = reconcile(env)
+    wait_for_drain(env, load_pipeline(), target, timeout=420)
+    result = reconcile(env, load_pipeline())
     assert result.equal, f"seed {SEED}: {result.to_json()}"
     assert result.source_rows > 0
 
@@ -40,7 +41,7 @@ def _drain_and_reconcile(env: dict[str, str]) -> None:
 @pytest.fixture(scope="module")
 def running_pipeline(stack):
     with psycopg.connect(stack.env[settings.ENV_PG_DSN]) as conn:
-        seed(conn, 1500, seed=SEED)
+        seed(conn, load_pipeline(), 1500, seed=SEED)
     stack.start_pipeline()  # full load reads the snapshot exported with the slot
     return stack
 
@@ -48,7 +49,7 @@ def running_pipeline(stack):
 def test_silver_equals_source_after_a_randomized_workload(running_pipeline) -> None:
     print(f"workload seed {SEED}")
     env = running_pipeline.env
-    run_workload(env[settings.ENV_PG_DSN], transactions=250, rate=80, seed=SEED)
+    run_workload(env[settings.ENV_PG_DSN], load_pipeline(), transactions=250, rate=80, seed=SEED)
     _drain_and_reconcile(env)
 
 
@@ -63,7 +64,8 @@ def test_crashes_mid_workload_replay_and_lose_nothing(running_pipeline) -> None:
 
     def workload() -> None:
         try:
-            run_workload(env[settings.ENV_PG_DSN], transactions=200, rate=50, seed=SEED + 1)
+            run_workload(env[settings.ENV_PG_DSN], load_pipeline(), transactions=200, rate=50,
+                         seed=SEED + 1)
         finally:
             done.set()
 
@@ -104,7 +106,7 @@ def test_poison_objects_are_quarantined_and_never_stall_the_pipeline(running_pip
               b"Op,id,url\nI,1\n"]
     for name, body in zip(POISON, bodies, strict=True):
         s3.put_object(Bucket=p.lake.bronze_bucket, Key=f"{p.bronze_prefix}/{name}", Body=body)
-    run_workload(env[settings.ENV_PG_DSN], transactions=80, rate=60, seed=SEED + 4)
+    run_workload(env[settings.ENV_PG_DSN], load_pipeline(), transactions=80, rate=60, seed=SEED + 4)
     _drain_and_reconcile(env)  # rows committed after the poison reached silver
     cli = [sys.executable, "-m", "cdclab.cli"]
     out = subprocess.run([*cli, "quarantine", "--json"], env=stack.cli_env,
@@ -124,10 +126,10 @@ def test_source_database_crash_the_emitter_reconnects(running_pipeline) -> None:
     emitter reconnects by itself and resumes from the slot: nothing is lost."""
     stack = running_pipeline
     dsn = stack.env[settings.ENV_PG_DSN]
-    run_workload(dsn, transactions=60, rate=60, seed=SEED + 2)
+    run_workload(dsn, load_pipeline(), transactions=60, rate=60, seed=SEED + 2)
     emitter_run = stack.identity_of("emitter")
     stack.wait_restarted("postgres", stack.crash("postgres"))
-    run_workload(dsn, transactions=60, rate=60, seed=SEED + 3)
+    run_workload(dsn, load_pipeline(), transactions=60, rate=60, seed=SEED + 3)
     _drain_and_reconcile(stack.env)
     assert stack.identity_of("emitter") == emitter_run  # the same process, reconnected
 
@@ -237,7 +239,7 @@ def test_jobs_brought_along_run_for_every_batch_of_new_objects(running_pipeline,
     glue.create_job(Name="new_bronze_boto3", Role=job["Role"], Command=job["Command"],
                     GlueVersion=job["GlueVersion"], DefaultArguments=job["DefaultArguments"],
                     Tags={settings.TRIGGER_TAG: settings.TRIGGER_ON_BRONZE})
-    run_workload(env[settings.ENV_PG_DSN], transactions=20, rate=40, seed=SEED + 7)
+    run_workload(env[settings.ENV_PG_DSN], load_pipeline(), transactions=20, rate=40, seed=SEED + 7)
     _drain_and_reconcile(env)
 
     def succeeded(name: str) -> list[dict]:

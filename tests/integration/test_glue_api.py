@@ -18,6 +18,7 @@ from cdclab.services.glue_api import (
     register_job,
 )
 from pipeline_contract import settings
+from pipeline_contract.settings import load_pipeline
 from tests.resources.launch import launch
 
 pytestmark = [pytest.mark.integration, pytest.mark.launches]  # Glue API services, per backend
@@ -51,7 +52,8 @@ def wait_state(client, job: str, run_id: str, states: tuple[str, ...], timeout=3
 def test_register_run_and_restart_recovery(tmp_path: Path):
     script = tmp_path / "job.py"
     script.write_text(JOB)
-    ctx = StackContext(state_dir=tmp_path / "state", env=credentials.generate())
+    ctx = StackContext(pipeline=load_pipeline(), state_dir=tmp_path / "state",
+                       env=credentials.generate())
     service = GlueApiService(warm=False)
     running = launch(service, ctx, mounts=(tmp_path,))
     try:
@@ -103,7 +105,7 @@ def test_the_aws_profile_answers_only_the_stack_keys_and_keeps_the_aws_identity(
     creds = tmp_path / "credentials.json"
     credentials.write_new(creds, stack)
     aws_identity = {settings.ENV_ACCESS_KEY: "AKIACDCLABNOTREAL00", settings.ENV_SECRET_KEY: "s"}
-    ctx = StackContext(state_dir=tmp_path / "state", env={
+    ctx = StackContext(pipeline=load_pipeline(), state_dir=tmp_path / "state", env={
         settings.ENV_PROFILE: settings.PROFILE_AWS, **aws_identity,
         settings.ENV_GLUE_CLIENTS_FILE: str(creds)})
     running = launch(GlueApiService(warm=False), ctx, mounts=(tmp_path,))
@@ -144,7 +146,8 @@ def test_each_client_may_call_what_its_aws_role_may(tmp_path: Path) -> None:
     script.write_text(JOB)
     users = minio_users.generate()
     admin = {settings.ENV_ACCESS_KEY: "AKIDCDCLABADMIN", settings.ENV_SECRET_KEY: "admin-s3cret"}
-    ctx = StackContext(state_dir=tmp_path / "state", env={**admin, ENV_MINIO_USERS: users})
+    ctx = StackContext(state_dir=tmp_path / "state", env={**admin, ENV_MINIO_USERS: users},
+                       pipeline=load_pipeline())
     running = launch(GlueApiService(warm=False), ctx, mounts=(tmp_path,))
     try:
         def client(keys: dict[str, str]):

@@ -30,6 +30,7 @@ from cdclab.sample_data import seed
 from cdclab.workload import run_workload
 from lambda_shim.object_gate import REASON_SUFFIX
 from pipeline_contract import settings as cdclab_settings
+from pipeline_contract.settings import load_pipeline
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -98,15 +99,15 @@ def body_of(kind: object) -> bytes:
 @pytest.fixture(scope="module")
 def flowing(stack):
     with psycopg.connect(stack.env[cdclab_settings.ENV_PG_DSN]) as conn:
-        seed(conn, 300, seed=SEED)
+        seed(conn, load_pipeline(), 300, seed=SEED)
     stack.start_pipeline()
     return stack
 
 
 def drain_and_reconcile(env: dict[str, str]) -> None:
     target = current_wal_lsn(env[cdclab_settings.ENV_PG_DSN])
-    wait_for_drain(env, target, timeout=420)
-    result = reconcile(env)
+    wait_for_drain(env, load_pipeline(), target, timeout=420)
+    result = reconcile(env, load_pipeline())
     assert result.equal, f"seed {SEED}: {result.to_json()}"
 
 
@@ -148,7 +149,7 @@ def test_hostile_objects_never_stop_the_pipeline_nor_lose_anything(flowing):
                 s3.delete_object(Bucket=bucket, Key=full)
             else:
                 landed.append(full)
-        run_workload(env[cdclab_settings.ENV_PG_DSN], transactions=40, rate=40,
+        run_workload(env[cdclab_settings.ENV_PG_DSN], load_pipeline(), transactions=40, rate=40,
                      seed=SEED + wave[0])
         drain_and_reconcile(env)
         moved = quarantined_keys(s3, bucket, p.lake.quarantine_prefix)

@@ -20,6 +20,7 @@ from cdclab.services.base import StackContext
 from cdclab.services.glue_api import GlueApiService, job_run_metrics, register_job
 from cdclab.tables_sync import publish
 from pipeline_contract import settings
+from pipeline_contract.settings import load_pipeline
 from tests.integration.test_job import dms_csv, run_job
 from tests.integration.test_job_bounds import DROP_JOB, STATE_JOB, change
 from tests.resources.launch import launch
@@ -59,7 +60,7 @@ def test_an_object_failing_every_run_is_skipped_and_the_rest_reaches_silver(
         iceberg_rest: dict, fresh_lake, tmp_path: Path) -> None:
     p = settings.load_pipeline()
     env = dict(iceberg_rest["env"])
-    ctx = StackContext(state_dir=tmp_path / "state", env=dict(env))
+    ctx = StackContext(pipeline=load_pipeline(), state_dir=tmp_path / "state", env=dict(env))
     glue_service = launch(GlueApiService(warm=False), ctx, mounts=(tmp_path,))
     try:
         endpoint = ctx.env[settings.ENV_GLUE_ENDPOINT]

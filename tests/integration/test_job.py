@@ -17,6 +17,7 @@ from cdclab.services.base import StackContext
 from cdclab.services.glue_api import GlueApiService, job_run_metrics, register_job
 from cdclab.tables_sync import publish
 from pipeline_contract import settings
+from pipeline_contract.settings import load_pipeline
 from tests.resources.launch import launch
 from tests.resources.specs import hosts_spec
 
@@ -219,7 +220,7 @@ def test_job_matches_merge_model_out_of_order_and_replayed(iceberg_rest: dict, f
                                                            tmp_path: Path) -> None:
     p = settings.load_pipeline()
     env = dict(iceberg_rest["env"])
-    ctx = StackContext(state_dir=tmp_path / "state", env=dict(env))
+    ctx = StackContext(pipeline=load_pipeline(), state_dir=tmp_path / "state", env=dict(env))
     glue_service = launch(GlueApiService(warm=False), ctx, mounts=(tmp_path,))
     try:
         endpoint = ctx.env[settings.ENV_GLUE_ENDPOINT]

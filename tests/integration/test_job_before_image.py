@@ -19,6 +19,7 @@ from cdclab.services.base import StackContext
 from cdclab.services.glue_api import GlueApiService, register_job
 from cdclab.tables_sync import publish
 from pipeline_contract import settings
+from pipeline_contract.settings import load_pipeline
 from tests.integration.test_job import HEADER, Tables, ch, field, run_job
 from tests.resources.launch import launch
 from tests.resources.specs import hosts_spec
@@ -73,7 +74,7 @@ def test_a_primary_key_update_leaves_the_old_key_unless_the_before_image_is_read
         iceberg_rest: dict, fresh_lake, tmp_path: Path, before_image: bool) -> None:
     p = settings.load_pipeline()
     env = dict(iceberg_rest["env"])
-    ctx = StackContext(state_dir=tmp_path / "state", env=dict(env))
+    ctx = StackContext(pipeline=load_pipeline(), state_dir=tmp_path / "state", env=dict(env))
     glue_service = launch(GlueApiService(warm=False), ctx, mounts=(tmp_path,))
     # what DMS writes: without the rule no U carries its old key
     seen = [c if before_image else dataclasses.replace(c, before_id=None)

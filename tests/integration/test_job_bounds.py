@@ -19,6 +19,7 @@ from cdclab.services.base import StackContext
 from cdclab.services.glue_api import GlueApiService, register_job
 from cdclab.tables_sync import publish
 from pipeline_contract import settings
+from pipeline_contract.settings import load_pipeline
 from tests.integration.test_job import dms_csv, run_job
 from tests.resources.launch import launch
 from tests.resources.specs import hosts_spec
@@ -74,7 +75,7 @@ def test_capped_runs_report_backlog_and_upkeep_is_scheduled(iceberg_rest: dict, 
                                                             tmp_path: Path) -> None:
     p = settings.load_pipeline()
     env = dict(iceberg_rest["env"])
-    ctx = StackContext(state_dir=tmp_path / "state", env=dict(env))
+    ctx = StackContext(pipeline=load_pipeline(), state_dir=tmp_path / "state", env=dict(env))
     glue_service = launch(GlueApiService(warm=False), ctx, mounts=(tmp_path,))
     try:
         endpoint = ctx.env[settings.ENV_GLUE_ENDPOINT]

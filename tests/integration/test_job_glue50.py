@@ -20,6 +20,7 @@ from cdclab.services.glue_api import GlueApiService, pipeline_job_definition, re
 from cdclab.tables_sync import publish
 from glue_local import glue_runtimes
 from pipeline_contract import settings
+from pipeline_contract.settings import load_pipeline
 from tests.integration.test_job import T0, Tables, ch, dms_csv, run_job
 from tests.resources.launch import launch
 from tests.resources.specs import hosts_spec
@@ -62,7 +63,7 @@ def test_shipped_job_as_glue_50_merges_into_the_rest_catalog(iceberg_rest: dict,
         pytest.fail(glue_runtimes.not_installed(rt, glue_runtimes.missing(rt, Path("/"))))
     p = settings.load_pipeline()
     env = dict(iceberg_rest["env"])
-    ctx = StackContext(state_dir=tmp_path / "state", env=dict(env))
+    ctx = StackContext(pipeline=load_pipeline(), state_dir=tmp_path / "state", env=dict(env))
     glue_service = launch(GlueApiService(warm=False), ctx, mounts=(tmp_path,))
     try:
         endpoint = ctx.env[settings.ENV_GLUE_ENDPOINT]

@@ -23,6 +23,7 @@ from cdclab.setup import setup_lake
 from cdclab.tables_sync import published_specs
 from cdclab.workload import run_workload
 from pipeline_contract import settings
+from pipeline_contract.settings import load_pipeline
 from tests.resources.pipeline_stack import pipeline_stack
 from tests.resources.stack import CONTAINERS, backend
 from tests.resources.waiting import wait_for
@@ -67,7 +68,7 @@ def many_tables(tmp_path_factory) -> Iterator[dict[str, str]]:
     def prepare(env: dict[str, str]) -> None:
         with psycopg.connect(env[settings.ENV_PG_DSN], autocommit=True) as conn:
             conn.execute(SALES_DDL)
-            seed(conn, 300, seed=SEED)
+            seed(conn, load_pipeline(), 300, seed=SEED)
             sales_workload(conn, random.Random(SEED), 150)
 
     with pipeline_stack(work, {"table_mappings": f'"{work / "mappings.json"}"'},
@@ -137,15 +138,15 @@ def test_every_selected_table_reaches_its_own_silver_and_equals_the_source(
     assert lines["silver_table"].endswith(".order_lines_silver")
     with psycopg.connect(dsn, autocommit=True) as conn:  # live changes on every table
         sales_workload(conn, random.Random(SEED + 1), 120)
-    run_workload(dsn, transactions=120, rate=60, seed=SEED)
-    wait_for_drain(env, current_wal_lsn(dsn), timeout=420)
-    result = reconcile(env)
+    run_workload(dsn, load_pipeline(), transactions=120, rate=60, seed=SEED)
+    wait_for_drain(env, load_pipeline(), current_wal_lsn(dsn), timeout=420)
+    result = reconcile(env, load_pipeline())
     assert result.equal, f"seed {SEED}: {json.dumps(result.to_json(), default=str)[:3000]}"
     assert set(result.tables) == set(specs)
     for name, one in result.tables.items():
         assert one["source_rows"] > 0, name
         assert one["duplicate_rows"] == 0, name
-    assert reconcile(env, "sales.customers").table == "sales.customers"
+    assert reconcile(env, load_pipeline(), "sales.customers").table == "sales.customers"
 
 
 def test_a_table_created_while_streaming_is_merged_after_a_sync(
@@ -157,8 +158,8 @@ def test_a_table_created_while_streaming_is_merged_after_a_sync(
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("CREATE TABLE sales.returns (id int PRIMARY KEY, reason text)")
         conn.execute("INSERT INTO sales.returns SELECT g, 'r' || g FROM generate_series(1, 20) g")
-    wait_for_drain(env, current_wal_lsn(dsn), timeout=420)
-    setup_lake(env)
+    wait_for_drain(env, load_pipeline(), current_wal_lsn(dsn), timeout=420)
+    setup_lake(env, load_pipeline())
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("UPDATE sales.returns SET reason = 'late' WHERE id <= 5")
         conn.execute("DELETE FROM sales.returns WHERE id > 15")
@@ -167,8 +168,8 @@ def test_a_table_created_while_streaming_is_merged_after_a_sync(
     last: list = []
 
     def merged() -> bool:
-        wait_for_drain(env, current_wal_lsn(dsn), timeout=420)
-        last[:] = [reconcile(env, "sales.returns")]
+        wait_for_drain(env, load_pipeline(), current_wal_lsn(dsn), timeout=420)
+        last[:] = [reconcile(env, load_pipeline(), "sales.returns")]
         return last[0].equal
 
     try:

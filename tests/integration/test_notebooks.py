@@ -18,6 +18,7 @@ from cdclab.drain import current_wal_lsn, wait_for_drain
 from cdclab.sample_data import seed
 from cdclab.workload import run_workload
 from pipeline_contract import settings
+from pipeline_contract.settings import load_pipeline
 
 pytestmark = [
     pytest.mark.integration, pytest.mark.slow,
@@ -39,13 +40,15 @@ def _source_rows(dsn: str) -> int:
 @pytest.fixture(scope="module")
 def drained_stack(stack):
     dsn = stack.env[settings.ENV_PG_DSN]
-    if _source_rows(dsn) == 0:  # the end-to-end module may have seeded already
+    # the end-to-end module may have seeded already
+    if _source_rows(dsn, load_pipeline().source) == 0:
         with psycopg.connect(dsn) as conn:
-            seed(conn, 300, seed=3)
+            seed(conn, load_pipeline(), 300, seed=3)
     stack.start_pipeline()
-    wait_for_drain(stack.env, current_wal_lsn(dsn), timeout=420)
-    run_workload(dsn, transactions=40, rate=40, seed=11)  # a CDC feed for notebook 02
-    wait_for_drain(stack.env, current_wal_lsn(dsn), timeout=420)
+    wait_for_drain(stack.env, load_pipeline(), current_wal_lsn(dsn), timeout=420)
+    # a CDC feed for notebook 02
+    run_workload(dsn, load_pipeline(), transactions=40, rate=40, seed=11)
+    wait_for_drain(stack.env, load_pipeline(), current_wal_lsn(dsn), timeout=420)
     return stack
 
 

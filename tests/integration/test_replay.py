@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from pipeline_contract import settings
+from pipeline_contract.settings import load_pipeline
 from tests.resources.stack import CONTAINERS, backend
 
 SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "dms_real_samples"
@@ -204,9 +205,9 @@ def test_the_emitter_s_own_bucket_read_as_a_user_s_bucket(stack, tmp_path: Path)
     with psycopg.connect(env[settings.ENV_PG_DSN]) as conn:
         src = settings.load_pipeline().source
         if not conn.execute(f"SELECT count(*) FROM {src.schema}.{src.table}").fetchone()[0]:
-            seed(conn, 300, seed=7)
-    run_workload(env[settings.ENV_PG_DSN], transactions=60, rate=40, seed=7)
-    wait_for_drain(env, current_wal_lsn(env[settings.ENV_PG_DSN]), timeout=420)
+            seed(conn, load_pipeline(), 300, seed=7)
+    run_workload(env[settings.ENV_PG_DSN], load_pipeline(), transactions=60, rate=40, seed=7)
+    wait_for_drain(env, load_pipeline(), current_wal_lsn(env[settings.ENV_PG_DSN]), timeout=420)
     p = settings.load_pipeline()
     profile = tmp_path / "credentials"
     profile.write_text(f"[lab]\naws_access_key_id = {env[settings.ENV_ACCESS_KEY]}\n"

@@ -24,6 +24,7 @@ from cdclab.services.base import ServiceError
 from cdclab.services.minio import s3_client
 from cdclab.workload import run_workload
 from pipeline_contract import settings
+from pipeline_contract.settings import load_pipeline
 from tests.resources.stack import EMBEDDED, backend
 
 pytestmark = [
@@ -39,12 +40,12 @@ CLI = [sys.executable, "-m", "cdclab.cli"]
 def pipeline(stack):
     with psycopg.connect(stack.env[settings.ENV_PG_DSN]) as conn:
         if not conn.execute("SELECT count(*) FROM public.hosts_demo").fetchone()[0]:
-            seed(conn, 800, seed=SEED)
+            seed(conn, load_pipeline(), 800, seed=SEED)
     stack.start_pipeline()
     env = stack.env
-    run_workload(env[settings.ENV_PG_DSN], transactions=60, rate=60, seed=SEED)
-    wait_for_drain(env, current_wal_lsn(env[settings.ENV_PG_DSN]), timeout=420)
-    assert reconcile(env).equal
+    run_workload(env[settings.ENV_PG_DSN], load_pipeline(), transactions=60, rate=60, seed=SEED)
+    wait_for_drain(env, load_pipeline(), current_wal_lsn(env[settings.ENV_PG_DSN]), timeout=420)
+    assert reconcile(env, load_pipeline()).equal
     return stack
 
 
@@ -111,7 +112,8 @@ def test_a_dropped_slot_stops_the_emitter_and_resync_converges(pipeline) -> None
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
     assert_stopped_for_resync(stack, "is gone")
-    run_workload(dsn, transactions=30, rate=60, seed=SEED + 1)  # the source goes on
+    # the source goes on
+    run_workload(dsn, load_pipeline(), transactions=30, rate=60, seed=SEED + 1)
     report = run_resync(stack)
     assert report["whole"] is True
     check_converged(stack, report, deleted)

@@ -21,6 +21,7 @@ from cdclab.restart_policy import RestartPolicy
 from cdclab.services.base import pid_alive
 from cdclab.supervisor import KEEPER, Stack
 from pipeline_contract import settings
+from pipeline_contract.settings import load_pipeline
 from tests.resources.stack import EMBEDDED, backend
 from tests.resources.stack_dirs import temp_state_dir
 from tests.resources.waiting import wait_for
@@ -34,7 +35,7 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
     with temp_state_dir("keeper") as state:
-        stack = Stack(state)
+        stack = Stack(state, pipeline=load_pipeline())
         try:
             stack.up(["postgres", "minio"])
             yield stack

@@ -17,6 +17,7 @@ from cdclab.services.base import StackContext
 from cdclab.services.glue_api import GlueApiService
 from cdclab.services.watcher import WATCHER_STATE, WatcherService
 from pipeline_contract import settings
+from pipeline_contract.settings import load_pipeline
 from tests.resources.launch import launch
 from tests.resources.waiting import wait_for as _wait_for
 
@@ -72,7 +73,8 @@ def glue_with_job(ctx: StackContext, job: str, script: Path, source: str):
 def glue_api(empty_bronze, tmp_path: Path):
     """The local Glue API (no Spark) beside the test's MinIO: the context to reach both.
     Stopped after the test (which stops its watcher first)."""
-    ctx = StackContext(state_dir=tmp_path / "state", env=dict(empty_bronze["env"]))
+    ctx = StackContext(pipeline=load_pipeline(), state_dir=tmp_path / "state",
+                       env=dict(empty_bronze["env"]))
     running = launch(GlueApiService(warm=False), ctx, mounts=(tmp_path,))
     try:
         yield ctx

@@ -14,6 +14,7 @@ from cdclab.services.base import StackContext
 from cdclab.services.glue_api import GlueApiService
 from cdclab.services.watcher import WatcherService
 from pipeline_contract import settings
+from pipeline_contract.settings import load_pipeline
 from tests.integration.test_watcher import (
     glue_with_job,
     read_state,
@@ -29,7 +30,8 @@ pytestmark = pytest.mark.integration
 @pytest.fixture()
 def glue_ctx(empty_bronze, tmp_path: Path):
     """The local Glue API (no Spark) beside the test's MinIO (as test_watcher's)."""
-    ctx = StackContext(state_dir=tmp_path / "state", env=dict(empty_bronze["env"]))
+    ctx = StackContext(pipeline=load_pipeline(), state_dir=tmp_path / "state",
+                       env=dict(empty_bronze["env"]))
     running = launch(GlueApiService(warm=False), ctx, mounts=(tmp_path,))
     try:
         yield ctx

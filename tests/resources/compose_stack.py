@@ -21,6 +21,7 @@ from datetime import datetime
 
 from cdclab import private_stack
 from pipeline_contract import settings
+from pipeline_contract.settings import load_pipeline
 from tests.resources.stack import CONTAINERS, StackHandle
 
 PIPELINE_SERVICES = ["emitter", "watcher"]
@@ -104,7 +105,7 @@ class ComposeStackHandle(StackHandle):
 
 
 def compose_stack() -> Iterator[StackHandle]:
-    with private_stack.compose_stack() as project:
+    with private_stack.compose_stack(load_pipeline()) as project:
         yield ComposeStackHandle(CONTAINERS, project.env, None, compose_cmd=project.command,
                                  compose_env=project.compose_env)
 

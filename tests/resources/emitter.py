@@ -75,7 +75,7 @@ def emit(postgres, tmp_path: Path) -> Iterator[Callable[..., Run]]:
         primary key, composite or not, as for any table the mappings select)."""
         tag = uuid.uuid4().hex[:8]
         cfg = dataclasses.replace(
-            EmitterConfig.from_env({settings.ENV_PG_DSN: postgres.dsn,
+            EmitterConfig.from_env(settings.load_pipeline(), {settings.ENV_PG_DSN: postgres.dsn,
                                     settings.ENV_STATE_DIR: str(tmp_path / tag),
                                     settings.ENV_BATCH_INTERVAL: "0.2"}),
             schema=schema, table=table if configured else f"{table}_unconfigured", key=key,

@@ -11,6 +11,7 @@ import pytest
 from cdclab.services.base import StackContext
 from cdclab.services.iceberg_rest import IcebergRestService
 from pipeline_contract import settings
+from pipeline_contract.settings import load_pipeline
 from tests.resources.launch import launch
 from tests.resources.specs import hosts_spec
 from tests.resources.stack_dirs import temp_state_dir
@@ -19,7 +20,7 @@ from tests.resources.stack_dirs import temp_state_dir
 @pytest.fixture(scope="session")
 def iceberg_rest(minio: dict) -> Iterator[dict]:
     with temp_state_dir("iceberg-rest") as state:
-        ctx = StackContext(state_dir=state, env=dict(minio["env"]))
+        ctx = StackContext(pipeline=load_pipeline(), state_dir=state, env=dict(minio["env"]))
         current = [launch(IcebergRestService(), ctx)]
 
         def restart() -> None:

@@ -10,6 +10,7 @@ from cdclab import credentials
 from cdclab.services.base import StackContext
 from cdclab.services.minio import MinioService, s3_client
 from pipeline_contract import settings
+from pipeline_contract.settings import load_pipeline
 from tests.resources.launch import launch
 from tests.resources.stack_dirs import temp_state_dir
 
@@ -17,7 +18,7 @@ from tests.resources.stack_dirs import temp_state_dir
 @pytest.fixture(scope="session")
 def minio() -> Iterator[dict]:
     with temp_state_dir("minio") as state:
-        ctx = StackContext(state_dir=state, env=credentials.generate())
+        ctx = StackContext(pipeline=load_pipeline(), state_dir=state, env=credentials.generate())
         running = launch(MinioService(), ctx)
         try:
             yield {

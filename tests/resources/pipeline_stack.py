@@ -12,6 +12,7 @@ from pathlib import Path
 from cdclab.setup import setup_lake
 from cdclab.supervisor import INFRA, PIPELINE, Stack
 from pipeline_contract import settings
+from pipeline_contract.settings import load_pipeline
 from tests.resources.stack_dirs import temp_state_dir
 
 
@@ -36,11 +37,11 @@ def pipeline_stack(work: Path, changes: Mapping[str, str],
     os.environ[settings.ENV_PIPELINE_FILE] = str(pipeline_file(work, changes))
     try:
         with temp_state_dir("pipeline") as state:
-            stack = Stack(state)
+            stack = Stack(state, pipeline=load_pipeline())
             try:
                 stack.up(INFRA)
                 prepare(stack.env())
-                setup_lake(stack.env())
+                setup_lake(stack.env(), load_pipeline())
                 stack.up(PIPELINE)
                 yield stack.env()
             finally:

@@ -14,6 +14,7 @@ import pytest
 from cdclab.services.base import StackContext
 from cdclab.services.postgres import PostgresService
 from pipeline_contract import settings
+from pipeline_contract.settings import load_pipeline
 from tests.resources.launch import launch
 from tests.resources.stack_dirs import temp_state_dir
 
@@ -26,7 +27,7 @@ class PostgresResource:
 
 
 def start_postgres(state_dir: Path) -> tuple[PostgresResource, object]:
-    ctx = StackContext(state_dir=state_dir)
+    ctx = StackContext(pipeline=load_pipeline(), state_dir=state_dir)
     running = launch(PostgresService(), ctx)
     return PostgresResource(ctx.env[settings.ENV_PG_DSN], ctx, running.service), running
 

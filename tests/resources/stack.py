@@ -18,6 +18,7 @@ import pytest
 from cdclab.services.base import pid_alive
 from cdclab.supervisor import INFRA, PIPELINE, Stack
 from pipeline_contract import settings
+from pipeline_contract.settings import load_pipeline
 from tests.resources.stack_dirs import temp_state_dir
 
 EMBEDDED = "embedded"
@@ -183,10 +184,10 @@ def _embedded() -> Iterator[StackHandle]:
     from cdclab.setup import setup_lake
 
     with temp_state_dir("stack") as state:
-        stack = Stack(state)
+        stack = Stack(state, pipeline=load_pipeline())
         try:
             stack.up(INFRA)
-            setup_lake(stack.env())
+            setup_lake(stack.env(), load_pipeline())
             yield StackHandle(EMBEDDED, stack.env(), state, stack)
         finally:
             stack.down()

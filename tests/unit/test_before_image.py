@@ -130,7 +130,7 @@ def test_the_emitter_follows_the_before_image_setting(on: bool, tmp_path, monkey
     path.write_text(text.replace("before_image_columns = true",
                                  f"before_image_columns = {str(on).lower()}"))
     monkeypatch.setenv(settings.ENV_PIPELINE_FILE, str(path))
-    cfg = EmitterConfig.from_env({settings.ENV_PG_DSN: "postgresql://unused",
+    cfg = EmitterConfig.from_env(settings.load_pipeline(), {settings.ENV_PG_DSN: "postgresql://unused",
                                   settings.ENV_STATE_DIR: str(tmp_path)})
     p = settings.load_pipeline()
     for mappings in (cfg.table_mappings(), table_mappings(p)):

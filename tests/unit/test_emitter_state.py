@@ -11,7 +11,7 @@ from pipeline_contract import settings
 
 
 def emitter(tmp_path: Path, state: dict) -> Emitter:
-    cfg = EmitterConfig.from_env({settings.ENV_PG_DSN: "postgresql://unused",
+    cfg = EmitterConfig.from_env(settings.load_pipeline(), {settings.ENV_PG_DSN: "postgresql://unused",
                                   settings.ENV_STATE_DIR: str(tmp_path)})
     cfg.state_path.parent.mkdir(parents=True)
     cfg.state_path.write_text(json.dumps(state))

@@ -16,7 +16,7 @@ from pipeline_contract.settings import load_pipeline
 
 P = load_pipeline()
 SCRIPTS = P.lake.scripts_bucket
-PLACES = jobs_api.default_code_places()
+PLACES = jobs_api.default_code_places(load_pipeline())
 OK_S3 = f"s3://{SCRIPTS}/jobs/my_job.py"
 QUARANTINE = f"s3://{P.lake.bronze_bucket}/{P.lake.quarantine_prefix}/x.py"
 KEYS = {access.ADMIN: ("AKIDADMIN", "a-secret"), access.WATCHER: ("AKIDWATCH", "w-secret")}

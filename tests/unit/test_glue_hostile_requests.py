@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from glue_local import jobs_api, request_types
 from glue_local.errors import GlueError
 from glue_local.server import ServerContext, dispatch, operations
+from pipeline_contract.settings import load_pipeline
 
 MEMBERS = ["Name", "JobName", "Command", "DefaultArguments", "NonOverridableArguments",
            "Arguments", "RunId", "JobRunId", "Timeout", "GlueVersion", "MaxResults",
@@ -37,7 +38,8 @@ class _Runner:
 @pytest.fixture(scope="module")
 def ctx(tmp_path_factory):
     root = tmp_path_factory.mktemp("state")
-    ctx = ServerContext(state_dir=root, env={}, jobs=jobs_api.JobStore(root), runner=_Runner())
+    ctx = ServerContext(state_dir=root, env={}, jobs=jobs_api.JobStore(root), runner=_Runner(),
+                        code_places=jobs_api.default_code_places(load_pipeline()))
     dispatch(operations(), ctx, "AWSGlue.CreateJob", json.dumps(
         {"Name": "j", "Role": "r", "Command": {"ScriptLocation": "/opt/j.py"}}).encode())
     return ctx

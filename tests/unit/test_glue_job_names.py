@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from glue_local import bookmarks, job_names, jobs_api, state_upgrade, tags_api
 from glue_local.server import ServerContext, dispatch, operations, running_server
+from pipeline_contract.settings import load_pipeline
 
 SCRIPT = "/opt/job.py"  # a local path: the administrator may register one
 
@@ -35,7 +36,8 @@ class _NoRunner:
 
 def _ctx(root: Path) -> ServerContext:
     return ServerContext(state_dir=root, env={}, jobs=jobs_api.JobStore(root),
-                         runner=_NoRunner())
+                         runner=_NoRunner(),
+                         code_places=jobs_api.default_code_places(load_pipeline()))
 
 
 def _call(ctx, op: str, body: dict) -> tuple[int, dict]:

@@ -16,6 +16,7 @@ from glue_local.errors import GlueError
 from glue_local.runner import script_argv
 from pipeline_contract import settings
 from pipeline_contract.catalog_tables import database_input
+from pipeline_contract.settings import load_pipeline
 from pipeline_contract.table_specs import bronze_table_input
 from tests.resources.specs import hosts_spec
 
@@ -125,7 +126,9 @@ def test_session_conf_local_and_aws(tmp_path, monkeypatch) -> None:
     env = {"CDCLAB_STATE_DIR": str(tmp_path), "AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9",
            "CDCLAB_CATALOG_URI": "http://127.0.0.1:8", "AWS_ACCESS_KEY_ID": "k",
            "AWS_SECRET_ACCESS_KEY": "s", "CDCLAB_CATALOG_TOKEN": "t0k3n"}
-    local = spark_session.session_conf(env, master="local[1]")
+    lake = load_pipeline()
+    local = spark_session.session_conf(env, spark_session.catalog_conf(env, lake),
+                                       master="local[1]")
     # no secret in the launch conf (PySpark puts it on the JVM's command line)
     assert not {"s", "t0k3n"} & set(local.values())
     assert local["spark.jars"] == f"{tmp_path / 'a.jar'},{tmp_path / 'glue.jar'}"
@@ -139,12 +142,15 @@ def test_session_conf_local_and_aws(tmp_path, monkeypatch) -> None:
     import tempfile
     assert f"-Djava.io.tmpdir={tempfile.gettempdir()}" in local["spark.driver.extraJavaOptions"]
     assert local["spark.local.dir"] == tempfile.gettempdir()
-    cluster = spark_session.session_conf({**env, "CDCLAB_SPARK_MASTER": "spark://m:7077"})
+    on_cluster = {**env, "CDCLAB_SPARK_MASTER": "spark://m:7077"}
+    cluster = spark_session.session_conf(on_cluster,
+                                         spark_session.catalog_conf(on_cluster, lake))
     assert cluster["spark.master"] == "spark://m:7077" and "spark.driver.host" not in cluster
     assert "spark.local.dir" not in cluster  # the workers keep their own
-    aws = spark_session.session_conf({"CDCLAB_PROFILE": "aws", "CDCLAB_STATE_DIR": "/s"})
+    on_aws = {"CDCLAB_PROFILE": "aws", "CDCLAB_STATE_DIR": "/s"}
+    aws = spark_session.session_conf(on_aws, spark_session.catalog_conf(on_aws, lake))
     assert aws["spark.sql.catalog.job_catalog.catalog-impl"].endswith("GlueCatalog")
     assert "spark.hadoop.fs.s3a.endpoint" not in aws
     (tmp_path / "a.jar").unlink()
     with pytest.raises(FileNotFoundError, match="a.jar"):
-        spark_session.session_conf(env)
+        spark_session.session_conf(env, {})

@@ -17,7 +17,7 @@ from cdclab.cli import main
 from cdclab.init_project import FILES, InitError, init_project, inside, plan_init
 from pipeline_contract import resources
 from pipeline_contract.dms_format.table_mappings import read_document
-from pipeline_contract.settings import parse_pipeline
+from pipeline_contract.settings import PIPELINE_FILE, load_pipeline, parse_pipeline
 
 subsets = st.sets(st.sampled_from(FILES))
 
@@ -39,7 +39,7 @@ def test_init_never_overwrites_and_says_which_it_kept(there: set[str]) -> None:
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / name).write_text("mine\n")
         said: list[str] = []
-        result = init_project(folder, said.append)
+        result = init_project(folder, said.append, defaults=load_pipeline(PIPELINE_FILE))
         assert set(result.keep) == there and set(result.write) == set(FILES) - there
         for name in there:
             assert (folder / name).read_text() == "mine\n"
@@ -54,15 +54,15 @@ def test_init_never_overwrites_and_says_which_it_kept(there: set[str]) -> None:
 
 
 def test_rerun_keeps_the_users_edits(tmp_path: Path) -> None:
-    init_project(tmp_path, lambda _: None)
+    init_project(tmp_path, lambda _: None, defaults=load_pipeline(PIPELINE_FILE))
     (tmp_path / "pipeline.toml").write_text("# edited\n")
-    again = init_project(tmp_path, lambda _: None)
+    again = init_project(tmp_path, lambda _: None, defaults=load_pipeline(PIPELINE_FILE))
     assert again.write == () and set(again.keep) == set(FILES)
     assert (tmp_path / "pipeline.toml").read_text() == "# edited\n"
 
 
 def test_the_written_pipeline_is_valid_and_names_its_mappings(tmp_path: Path) -> None:
-    init_project(tmp_path, lambda _: None)
+    init_project(tmp_path, lambda _: None, defaults=load_pipeline(PIPELINE_FILE))
     raw = tomllib.loads((tmp_path / "pipeline.toml").read_text())
     p = parse_pipeline(raw, "pipeline.toml")
     assert p.source.table_mappings == "table-mappings.json"
@@ -77,7 +77,7 @@ def test_a_file_is_refused_by_name(tmp_path: Path) -> None:
     target = tmp_path / "notes.txt"
     target.write_text("x")
     with pytest.raises(InitError, match=r"notes\.txt: is a file, not a folder"):
-        init_project(target, lambda _: None)
+        init_project(target, lambda _: None, defaults=load_pipeline(PIPELINE_FILE))
     assert target.read_text() == "x"
 
 
@@ -87,7 +87,7 @@ def test_a_symlink_leading_out_of_the_folder_is_refused(tmp_path: Path) -> None:
     repo.mkdir()
     os.symlink(outside, repo / "jobs")
     with pytest.raises(InitError, match="outside"):
-        init_project(repo, lambda _: None)
+        init_project(repo, lambda _: None, defaults=load_pipeline(PIPELINE_FILE))
     assert list(outside.iterdir()) == []
 
 

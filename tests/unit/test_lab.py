@@ -21,6 +21,7 @@ from cdclab.lab import (
 )
 from cdclab.notebook import browse_url, endpoints, jupyter_command
 from pipeline_contract import settings
+from pipeline_contract.settings import load_pipeline
 
 FULL = {
     settings.ENV_PG_DSN: "postgresql://u:p@127.0.0.1:5433/airbnb_db",
@@ -131,7 +132,7 @@ def test_notebook_refuses_a_stopped_embedded_stack(tmp_path) -> None:
 
     (tmp_path / "stack.json").write_text('{"ports": {}, "pids": {}}')
     with pytest.raises(ServiceError, match=r"not running \(postgres, minio, iceberg-rest"):
-        running_stack_env(tmp_path)
+        running_stack_env(tmp_path, load_pipeline())
 
 
 def test_notebook_refuses_when_there_is_no_stack_at_all(tmp_path, monkeypatch) -> None:
@@ -141,4 +142,4 @@ def test_notebook_refuses_when_there_is_no_stack_at_all(tmp_path, monkeypatch) -
     for key in FULL:
         monkeypatch.delenv(key, raising=False)
     with pytest.raises(ServiceError, match="no running cdclab stack found.*cdclab up"):
-        running_stack_env(tmp_path)
+        running_stack_env(tmp_path, load_pipeline())

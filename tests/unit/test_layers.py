@@ -103,3 +103,53 @@ def test_the_contract_reads_settings_only_when_asked() -> None:
             if isinstance(node, ast.Call) and "load_pipeline" in ast.unparse(node.func):
                 calls.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert calls == []
+
+
+# Where pipeline.toml may be read: entry points only (one read per process or command),
+# everything below takes the settings (or the section it needs) as a parameter.
+# (file, function: fnmatch pattern) -> why it is an entry point
+SETTINGS_ENTRY_POINTS = {
+    ("cdclab/cli.py", "cmd_*"): "a `cdclab` command: one read per invocation",
+    ("cdclab/deploy_cli.py", "run_deploy"): "`cdclab deploy`: the same checks as the lab",
+    ("cdclab/deploy_cli.py", "run_destroy"): "`cdclab destroy`",
+    ("cdclab/notebook.py", "cmd_notebook"): "`cdclab notebook`",
+    ("cdclab/serve.py", "serve"): "`cdclab serve`: a container's process",
+    ("cdclab/keeper.py", "main"): "the supervisor's keeper process",
+    ("cdclab/compose_probe.py", "main"): "compose's health checks and init, a process each",
+    ("cdclab/lab.py", "connect"): "a notebook's handle on the stack",
+    ("cdclab/pytest_plugin.py", "_lab"): "the pytest plugin: one read per test session",
+    ("dms_emitter/emitter.py", "main"): "python -m dms_emitter",
+    ("lambda_shim/__main__.py", "main"): "python -m lambda_shim",
+    ("spark/glue_local/__main__.py", "main"): "python -m glue_local: the server and runner",
+    ("spark/glue_local/server.py", "running_server"): "the in-process Glue API (tests, "
+                                                      "embedding): one read for its life",
+}
+
+
+def _entry_point_for(read) -> tuple[str, str] | None:
+    from fnmatch import fnmatchcase
+
+    return next((key for key in SETTINGS_ENTRY_POINTS
+                 if key[0] == read.path and fnmatchcase(read.function, key[1])), None)
+
+
+def test_settings_are_read_only_at_entry_points() -> None:
+    """A library function that reads pipeline.toml itself hides a second, maybe different,
+    configuration from its caller: it takes the settings as a parameter instead."""
+    reads = arrows.settings_reads(ROOT)
+    assert reads, "no load_pipeline call found: the finder is broken"
+    assert [str(r) for r in reads if _entry_point_for(r) is None] == []
+    used = {_entry_point_for(r) for r in reads}
+    assert [k for k in SETTINGS_ENTRY_POINTS if k not in used] == []  # no stale entry
+
+
+def test_a_settings_read_below_an_entry_point_is_named(tmp_path: Path) -> None:
+    for folder in arrows.PACKAGES.values():
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "cdclab/cli.py").write_text(
+        "def cmd_up(args):\n    p = settings.load_pipeline()\n\n"
+        "class Helper:\n    def name(self):\n        return load_pipeline().source\n")
+    reads = arrows.settings_reads(tmp_path)
+    assert [str(r) for r in reads] == ["cdclab/cli.py:2 in cmd_up",
+                                      "cdclab/cli.py:6 in Helper.name"]
+    assert [_entry_point_for(r) is None for r in reads] == [False, True]

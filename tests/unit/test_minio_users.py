@@ -16,6 +16,7 @@ from cdclab.services.emitter import EmitterService
 from cdclab.services.glue_api import GlueApiService
 from cdclab.services.watcher import WatcherService
 from pipeline_contract import minio_users, settings
+from pipeline_contract.settings import load_pipeline
 
 P = settings.load_pipeline()
 STACK_BUCKETS = {P.lake.bronze_bucket, P.lake.silver_bucket, P.lake.scripts_bucket}
@@ -100,7 +101,8 @@ def test_generated_users_are_distinct_per_service_and_install() -> None:
 def test_each_service_process_gets_its_own_keys() -> None:
     env = credentials.generate()
     users = minio_users.parse_users(env[minio_users.ENV_MINIO_USERS])
-    ctx = StackContext(state_dir=Path("/nonexistent"), ports={"glue": 1}, env=env)
+    ctx = StackContext(pipeline=load_pipeline(), state_dir=Path("/nonexistent"), ports={"glue": 1},
+                       env=env)
     for service in (EmitterService(), WatcherService(), GlueApiService(warm=False)):
         spec = service.process(ctx)
         assert (spec.env[settings.ENV_ACCESS_KEY], spec.env[settings.ENV_SECRET_KEY]) \
@@ -127,7 +129,7 @@ class _PrintEnv(Service):
 
 def test_no_process_sees_the_user_list_or_the_root_secret(tmp_path) -> None:
     env = credentials.generate()
-    ctx = StackContext(state_dir=tmp_path, env=dict(env))
+    ctx = StackContext(pipeline=load_pipeline(), state_dir=tmp_path, env=dict(env))
     start_process(_PrintEnv(), ctx).wait(30)
     seen = json.loads(ctx.log_path("printenv").read_text())
     assert minio_users.ENV_MINIO_USERS not in seen
@@ -145,7 +147,7 @@ def test_a_process_sees_only_the_secrets_its_service_names(tmp_path) -> None:
         "postgresql://127.0.0.1:5432/db", env[credentials.PG_USER], env[credentials.PG_PASSWORD])
     token = env[settings.ENV_CATALOG_TOKEN]
     for service, sees in ((_PrintEnv(), False), (_CatalogClient(), True)):
-        ctx = StackContext(state_dir=tmp_path / str(sees), env=dict(env))
+        ctx = StackContext(pipeline=load_pipeline(), state_dir=tmp_path / str(sees), env=dict(env))
         start_process(service, ctx).wait(30)
         seen = json.loads(ctx.log_path("printenv").read_text())
         assert (seen.get(settings.ENV_CATALOG_TOKEN) == token) is sees

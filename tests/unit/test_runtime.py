@@ -10,6 +10,7 @@ from psycopg.conninfo import conninfo_to_dict
 from cdclab import runtime
 from cdclab.services.base import ServiceError
 from pipeline_contract import settings
+from pipeline_contract.settings import load_pipeline
 
 
 def test_host_endpoints_use_the_published_loopback_ports() -> None:
@@ -30,21 +31,21 @@ def test_unset_port_variables_mean_the_well_known_ports() -> None:
 def test_the_runtime_is_configuration(monkeypatch, tmp_path) -> None:
     monkeypatch.delenv(settings.ENV_RUNTIME, raising=False)
     monkeypatch.setenv(settings.ENV_STATE_DIR, str(tmp_path))
-    assert isinstance(runtime.current(), runtime.EmbeddedRuntime)  # the default
+    assert isinstance(runtime.current(load_pipeline()), runtime.EmbeddedRuntime)  # the default
     monkeypatch.setenv(settings.ENV_RUNTIME, "embedded")
-    assert isinstance(runtime.current(), runtime.EmbeddedRuntime)
+    assert isinstance(runtime.current(load_pipeline()), runtime.EmbeddedRuntime)
     monkeypatch.setenv(settings.ENV_RUNTIME, "compose")
-    assert isinstance(runtime.current(), runtime.ComposeRuntime)
+    assert isinstance(runtime.current(load_pipeline()), runtime.ComposeRuntime)
     monkeypatch.setenv(settings.ENV_RUNTIME, "kubernetes")
     with pytest.raises(ServiceError, match="embedded"):
-        runtime.current()
+        runtime.current(load_pipeline())
 
 
 def test_inside_a_container_the_credentials_file_completes_the_env(tmp_path) -> None:
     creds = tmp_path / "credentials.json"
     creds.write_text(json.dumps({"CDCLAB_PG_USER": "u", "CDCLAB_PG_PASSWORD": "p@ss",
                                  settings.ENV_ACCESS_KEY: "k", settings.ENV_SECRET_KEY: "s"}))
-    rt = runtime.ComposeRuntime(environ={
+    rt = runtime.ComposeRuntime(load_pipeline(), environ={
         settings.ENV_PG_DSN: "postgresql://postgres:5432/airbnb_db",
         settings.ENV_CREDENTIALS_FILE: str(creds), "HOME": "/nowhere"})
     assert rt.inside
@@ -56,7 +57,8 @@ def test_inside_a_container_the_credentials_file_completes_the_env(tmp_path) -> 
 
 
 def test_from_the_host_logs_come_from_the_chosen_compose_project() -> None:
-    rt = runtime.ComposeRuntime(environ={settings.ENV_COMPOSE_PROJECT: "cdclab-test-y"})
+    rt = runtime.ComposeRuntime(load_pipeline(),
+                                environ={settings.ENV_COMPOSE_PROJECT: "cdclab-test-y"})
     assert not rt.inside
     command = rt.log_command("glue", follow=True, lines=7)
     assert command[:2] == ["docker", "compose"]
@@ -66,7 +68,7 @@ def test_from_the_host_logs_come_from_the_chosen_compose_project() -> None:
 
 def test_from_the_host_without_docker_the_credentials_are_a_clear_error(monkeypatch) -> None:
     monkeypatch.setenv("PATH", "")
-    rt = runtime.ComposeRuntime(environ={"CDCLAB_PORT_POSTGRES": "15432"})
+    rt = runtime.ComposeRuntime(load_pipeline(), environ={"CDCLAB_PORT_POSTGRES": "15432"})
     with pytest.raises(ServiceError, match="no docker CLI"):
         rt.env()
 
@@ -84,7 +86,7 @@ def test_the_state_dir_is_the_owners_only(tmp_path) -> None:
 
     state = tmp_path / "state"
     state.mkdir(mode=0o755)
-    Stack(state_dir=state)
+    Stack(state_dir=state, pipeline=load_pipeline())
     mode = stat.S_IMODE(state.stat().st_mode)
     try:
         server_group = grp.getgrnam(SERVER_OS_USER).gr_gid if os.geteuid() == 0 else None

@@ -11,6 +11,7 @@ from cdclab.services.base import ProcessSpec, Service, StackContext, start_proce
 from cdclab.services.emitter import EmitterService
 from cdclab.services.glue_api import GlueApiService
 from cdclab.services.iceberg_rest import IcebergRestService
+from pipeline_contract.settings import load_pipeline
 
 
 class _PrintEnv(Service):
@@ -35,7 +36,7 @@ def _seen_env(ctx: StackContext) -> dict[str, str]:
 def test_a_scratch_service_gets_its_own_temp_dir_emptied_at_each_start(tmp_path) -> None:
     """A killed JVM never removes its temp files (Spark's jar copies: ~380 MB a start):
     the next start of the service removes them."""
-    ctx = StackContext(state_dir=tmp_path, env=credentials.generate())
+    ctx = StackContext(pipeline=load_pipeline(), state_dir=tmp_path, env=credentials.generate())
     stale = ctx.scratch_dir("printenv") / "spark-left-by-a-kill" / "a.jar"
     stale.parent.mkdir(parents=True)
     stale.write_text("x")
@@ -46,7 +47,7 @@ def test_a_scratch_service_gets_its_own_temp_dir_emptied_at_each_start(tmp_path)
 
 
 def test_other_services_keep_the_callers_temp_dir(tmp_path) -> None:
-    ctx = StackContext(state_dir=tmp_path, env=credentials.generate())
+    ctx = StackContext(pipeline=load_pipeline(), state_dir=tmp_path, env=credentials.generate())
     start_process(_PrintEnv(), ctx).wait(30)
     assert _seen_env(ctx).get("TMPDIR") == os.environ.get("TMPDIR")
     assert not (tmp_path / "tmp").exists()
