@@ -145,7 +145,8 @@ class LabSession:
         from cdclab.user_jobs import add_job, run_job
 
         args = {k if k.startswith("--") else f"--{k}": v for k, v in (arguments or {}).items()}
-        job = add_job(self.env, Path(script), name, {}, progress=lambda _m: None)
+        job = add_job(self.env, self.pipeline, Path(script), name, {},
+                      progress=lambda _m: None)
         run = run_job(self.env, job, args, progress=lambda _m: None, timeout=timeout)
         if run["JobRunState"] != "SUCCEEDED":
             raise JobRunFailed(f"job {job} run {run['Id']}: {run['JobRunState']}: "

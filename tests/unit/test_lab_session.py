@@ -13,6 +13,7 @@ from cdclab.init_project import FILES, render
 from cdclab.lab_session import DmsFileError, dms_file_text, file_columns
 from cdclab.private_stack import PrivateStackError, chosen_backend
 from dms_emitter.dms_csv import CsvFormat, parse_records
+from pipeline_contract.settings import PIPELINE_FILE, load_pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "my-pipeline"
@@ -91,8 +92,9 @@ def test_the_backend_is_the_option_else_the_environment_else_embedded(option, en
 
 
 def test_the_example_repository_starts_from_what_cdclab_init_writes() -> None:
+    defaults = load_pipeline(PIPELINE_FILE)
     for name in FILES:
-        assert (EXAMPLE / name).read_text() == render(name), name
+        assert (EXAMPLE / name).read_text() == render(name, defaults), name
 
 
 def test_the_plugin_is_registered_for_pytest_and_offers_its_fixtures() -> None:
