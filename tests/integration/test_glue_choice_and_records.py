@@ -226,7 +226,7 @@ def test_json_records_carry_only_their_keys(glue, sdk_driver, tmp_path):  # noqa
                                                   format="json")
     keys = Map.apply(frame=frame, f=lambda r: {"id": r["id"], "keys": ",".join(sorted(r))})
     assert {r.id: r["keys"] for r in keys.toDF().collect()} == {
-        r["id"]: ",".join(sorted(k for k, v in r.items() if v is not None)) for r in REVIEWS}
+        r["id"]: ",".join(sorted(r)) for r in REVIEWS}  # an explicit null is a key
     odd = Filter.apply(frame=frame, f=lambda r: 1 / (r["id"] % 7) > 0)
     assert odd.count() == len([r for r in REVIEWS if r["id"] % 7])
     assert odd.errorsCount() == len([r for r in REVIEWS if r["id"] % 7 == 0])
@@ -411,3 +411,122 @@ def test_json_multiline_spellings_and_array_choices(glue, sdk_driver, tmp_path):
     (mixed / "p.json").write_text(json.dumps({"n": 1}) + "\n" + json.dumps({"n": 2.5}))
     n = next(f for f in read(mixed).schema().fields if f.name == "n").dataType
     assert n.typeName() == "double"  # what Glue gives is not documented (docs/glue-fidelity.md)
+
+
+NULLS = [{"id": 1, "k": "a", "s": {"x": 1, "y": None}, "items": [{"p": 1}]},
+         {"id": 2, "k": None, "s": None},
+         {"id": 3, "s": {"x": 2}},
+         {"id": 4, "k": None, "s": {"y": None}}]
+
+
+def keys_of(record: dict) -> dict:
+    """A record's keys, nested dicts' too, as Glue's DynamicRecords have them."""
+    return {k: keys_of(v) if isinstance(v, dict) else None for k, v in record.items()}
+
+
+def test_explicit_nulls_are_keys_missing_keys_are_not(glue, sdk_driver, tmp_path):  # noqa: F811
+    """A JSON key holding null is in the record (None), one the JSON lacks is not, from
+    files (line-delimited and multi-line) and a catalog JSON table, through Filter, Map
+    (a key it sets to None stays), select/drop/rename/apply_mapping; the hidden part is
+    in no schema, DataFrame, plan, show or write."""
+    from awsglue.context import GlueContext
+    from awsglue.transforms import ApplyMapping, DropFields, Filter, Map, RenameField, SelectFields
+
+    lines_dir, multi, table = tmp_path / "l", tmp_path / "m", tmp_path / "t"
+    for d in (lines_dir, multi, table):
+        d.mkdir()
+    (lines_dir / "p.json").write_text("\n".join(json.dumps(r) for r in NULLS) + "\n")
+    (multi / "p.json").write_text(json.dumps(NULLS, indent=2))
+    (table / "p.json").write_text("\n".join(json.dumps(r) for r in NULLS) + "\n")
+    glue.create_database(DatabaseInput={"Name": "nulls"})
+    glue.create_table(DatabaseName="nulls", TableInput={
+        "Name": "recs", "Parameters": {"classification": "json"},
+        "StorageDescriptor": {
+            "Location": f"file://{table}",
+            "SerdeInfo": {"SerializationLibrary": "org.openx.data.jsonserde.JsonSerDe"},
+            "Columns": [{"Name": "id", "Type": "bigint"}, {"Name": "k", "Type": "string"},
+                        {"Name": "s", "Type": "struct<x:bigint,y:bigint>"}]}})
+    parts = tmp_path / "parts"  # a partitioned catalog table: records split over two
+    for part, records in (("a", NULLS[:2]), ("b", NULLS[2:])):
+        (parts / f"p={part}").mkdir(parents=True)
+        (parts / f"p={part}" / "r.json").write_text(
+            "\n".join(json.dumps(r) for r in records) + "\n")
+    columns = [{"Name": "id", "Type": "bigint"}, {"Name": "k", "Type": "string"},
+               {"Name": "s", "Type": "struct<x:bigint,y:bigint>"}]
+    serde = {"SerializationLibrary": "org.openx.data.jsonserde.JsonSerDe"}
+    glue.create_table(DatabaseName="nulls", TableInput={
+        "Name": "parts", "Parameters": {"classification": "json"},
+        "PartitionKeys": [{"Name": "p", "Type": "string"}],
+        "StorageDescriptor": {"Location": f"file://{parts}/", "Columns": columns,
+                              "SerdeInfo": serde}})
+    glue.batch_create_partition(DatabaseName="nulls", TableName="parts", PartitionInputList=[
+        {"Values": [v], "StorageDescriptor": {"Location": f"file://{parts}/p={v}/",
+                                              "Columns": columns, "SerdeInfo": serde}}
+        for v in ("a", "b")])
+    ctx = GlueContext(sdk_driver.sparkContext)
+    frames = {
+        "lines": ctx.create_dynamic_frame.from_options(
+            "s3", {"paths": [f"file://{lines_dir}"]}, format="json"),
+        "multiline": ctx.create_dynamic_frame.from_options(
+            "s3", {"paths": [f"file://{multi}"]}, format="json",
+            format_options={"multiline": True}),
+        "catalog": ctx.create_dynamic_frame.from_catalog(database="nulls", table_name="recs"),
+        "partitioned": DropFields.apply(frame=ctx.create_dynamic_frame.from_catalog(
+            database="nulls", table_name="parts"), paths=["p"])}
+
+    def ids(frame) -> list[int]:
+        return sorted(r.id for r in frame.toDF().collect())
+
+    def seen(frame) -> dict:
+        """Each record's keys as a Map function sees them."""
+        got = Map.apply(frame=frame, f=lambda r: {"id": r["id"], "j": json.dumps(
+            keys_of(dict(r)), sort_keys=True)})
+        return {r.id: json.loads(r.j) for r in got.toDF().collect()}
+
+    table_cols = {"id", "k", "s"}
+    for name, frame in frames.items():
+        want = {r["id"]: keys_of({k: v for k, v in r.items()
+                                  if name in ("lines", "multiline") or k in table_cols})
+                for r in NULLS}
+        if name in ("lines", "multiline"):  # elements of an array: only non-null keys
+            want[1]["items"] = None
+        assert seen(frame) == want, name
+        # Glue's filter: KeyError drops the record; None is a value
+        assert ids(Filter.apply(frame=frame, f=lambda r: r["k"] is None)) == [2, 4], name
+        assert ids(Filter.apply(frame=frame, f=lambda r: "k" in r)) == [1, 2, 4], name
+        assert ids(Filter.apply(frame=frame, f=lambda r: r["s"]["y"] is None)) == [1, 4], name
+    frame = frames["lines"]
+    # a key a Map sets to None is in the next step's record; one it leaves out is not
+    flagged = Map.apply(frame=frame, f=lambda r: {**dict(r), "flag": None if r["id"] % 2
+                                                  else "even"})
+    assert ids(Filter.apply(frame=flagged, f=lambda r: r["flag"] is None)) == [1, 3]
+    assert ids(Filter.apply(frame=flagged, f=lambda r: "k" in r)) == [1, 2, 4]
+    only_id = Map.apply(frame=frame, f=lambda r: {"id": r["id"]})
+    assert ids(Filter.apply(frame=only_id, f=lambda r: "k" in r)) == []
+    # transforms that keep fields keep them
+    picked = SelectFields.apply(frame=frame, paths=["id", "k"])
+    assert ids(Filter.apply(frame=picked, f=lambda r: "k" in r)) == [1, 2, 4]
+    dropped = DropFields.apply(frame=frame, paths=["s"])
+    assert ids(Filter.apply(frame=dropped, f=lambda r: r["k"] is None)) == [2, 4]
+    renamed = RenameField.apply(frame=frame, old_name="k", new_name="kk")
+    assert ids(Filter.apply(frame=renamed, f=lambda r: "kk" in r)) == [1, 2, 4]
+    assert ids(Filter.apply(frame=renamed, f=lambda r: "k" in r)) == []
+    mapped = ApplyMapping.apply(frame=frame, mappings=[
+        ("id", "long", "id", "long"), ("k", "string", "key", "string"),
+        ("s.y", "long", "sy", "long")])
+    assert seen(mapped) == {1: {"id": None, "key": None, "sy": None},
+                            2: {"id": None, "key": None},
+                            3: {"id": None}, 4: {"id": None, "key": None, "sy": None}}
+    # the hidden part shows nowhere
+    for f in (frame, flagged, renamed, mapped, Filter.apply(frame=flagged, f=lambda r: True)):
+        df = f.toDF()
+        assert not any("__cdclab" in c for c in df.columns)
+        assert "__cdclab" not in df._jdf.queryExecution().toString()
+        assert not any("__cdclab" in x.name for x in f.schema().fields)
+        assert "__cdclab" not in f._jdf.showString(20)
+    assert frame.count() == len(NULLS)
+    out = tmp_path / "out"
+    ctx.write_dynamic_frame.from_options(flagged, "s3", {"path": f"file://{out}"},
+                                         format="json")
+    assert sorted(r["id"] for r in lines(out)) == [1, 2, 3, 4]
+    assert not any("__cdclab" in k for r in lines(out) for k in r)

@@ -146,28 +146,52 @@ public final class JsonChoices {
     }
   }
 
+  /** A JSON source read: the user's Dataset and, when it can be built, the same rows with
+   * the hidden ExplicitNulls column (null: not tracked). */
+  public record Read(Dataset<Row> df, Dataset<Row> tracked) {}
+
   /**
    * The frame of the JSON files: df is Spark's reading of them (its inferred schema, or the
    * catalog's declared types); fields that are choices become marked choice structs.
    */
   public static Dataset<Row> read(SparkSession spark, Dataset<Row> df, String[] files,
                                   boolean multiLine, boolean declared) {
+    return readTracked(spark, df, files, multiLine, declared).df();
+  }
+
+  /**
+   * As read, with a second Dataset of the same rows parsed from the files' text with the
+   * hidden column of each record's explicit nulls (ExplicitNulls). It is lazy: only a
+   * Python function on the frame's records reads it.
+   */
+  public static Read readTracked(SparkSession spark, Dataset<Row> df, String[] files,
+                                 boolean multiLine, boolean declared) {
     StructType schema = df.schema();
-    for (StructField f : schema.fields()) if (f.name().equals("_corrupt_record")) return df;
-    if (!mayHoldChoice(schema, declared)) return df; // no field a choice could be: no pass
+    for (StructField f : schema.fields()) {
+      if (f.name().equals("_corrupt_record")) return new Read(df, null);
+    }
     spark.udf().register("cdclab_json_records", (UDF1<String, List<String>>) JsonChoices::records,
         DataTypes.createArrayType(DataTypes.StringType));
+    // a line holding a JSON array is one record per element, as Spark's reader reads it
+    Dataset<Row> text = (multiLine ? spark.read().option("wholetext", true).text(files)
+        : spark.read().text(files)).select(functions.explode(
+            functions.callUDF("cdclab_json_records", functions.col("value"))).as("value"));
+    text = text.where(functions.trim(functions.col("value")).notEqual(""));
+    Map<String, List<Member>> choices = mayHoldChoice(schema, declared)
+        ? choices(spark, text, schema, declared) : Map.of();
+    Dataset<Row> tracked = ExplicitNulls.clashes(schema) ? null
+        : parsed(spark, text, schema, choices, true);
+    return new Read(choices.isEmpty() ? df : parsed(spark, text, schema, choices, false),
+        tracked);
+  }
+
+  /** The paths that are choices, and their members (one pass over the records). */
+  private static Map<String, List<Member>> choices(SparkSession spark, Dataset<Row> text,
+                                                   StructType schema, boolean declared) {
     DataType pathMap = DataTypes.createMapType(DataTypes.StringType,
         DataTypes.createArrayType(DataTypes.StringType));
     spark.udf().register("cdclab_json_kinds",
         (UDF1<String, Map<String, List<String>>>) JsonChoices::kinds, pathMap);
-    spark.udf().register("cdclab_json_values",
-        (UDF1<String, Map<String, List<String>>>) JsonChoices::values, pathMap);
-    Dataset<Row> text = multiLine
-        ? spark.read().option("wholetext", true).text(files).select(functions.explode(
-            functions.callUDF("cdclab_json_records", functions.col("value"))).as("value"))
-        : spark.read().text(files);
-    text = text.where(functions.trim(functions.col("value")).notEqual(""));
     List<Row> seen = text
         .select(functions.explode(functions.callUDF("cdclab_json_kinds", functions.col("value")))
             .as(new String[] {"k", "v"}))
@@ -188,25 +212,45 @@ public final class JsonChoices {
       }
       choices.put(path, members);
     }
-    if (choices.isEmpty()) return df;
+    return choices;
+  }
+
+  /** The records parsed from their text with the choices built; track: with the hidden
+   * column of their explicit nulls. */
+  private static Dataset<Row> parsed(SparkSession spark, Dataset<Row> text, StructType schema,
+                                     Map<String, List<Member>> choices, boolean track) {
     StructType parse = (StructType) retype(schema, new ArrayList<>(), choices, true);
     StructType target = (StructType) retype(schema, new ArrayList<>(), choices, false);
     Set<String> inArrays = new LinkedHashSet<>();
     for (String p : choices.keySet()) if (p.contains(ARRAY)) inArrays.add(p);
+    DataType pathMap = DataTypes.createMapType(DataTypes.StringType,
+        DataTypes.createArrayType(DataTypes.StringType));
+    spark.udf().register("cdclab_json_values",
+        (UDF1<String, Map<String, List<String>>>) JsonChoices::values, pathMap);
     spark.udf().register("cdclab_json_elements",
         (UDF1<String, Map<String, List<List<String>>>>) v -> elements(v, inArrays),
         DataTypes.createMapType(DataTypes.StringType, DataTypes.createArrayType(
             DataTypes.createArrayType(DataTypes.StringType))));
-    Dataset<Row> parsed = text.select(
-        functions.from_json(functions.col("value"), parse).as("r"),
-        functions.callUDF("cdclab_json_values", functions.col("value")).as("k"),
-        functions.callUDF("cdclab_json_elements", functions.col("value")).as("ke"));
+    spark.udf().register("cdclab_json_nulls",
+        (UDF1<String, List<List<String>>>) ExplicitNulls::paths, ExplicitNulls.TYPE);
+    List<Column> read = new ArrayList<>(List.of(
+        functions.from_json(functions.col("value"), parse).as("r")));
+    if (!choices.isEmpty()) {
+      read.add(functions.callUDF("cdclab_json_values", functions.col("value")).as("k"));
+      read.add(functions.callUDF("cdclab_json_elements", functions.col("value")).as("ke"));
+    }
+    if (track) {
+      read.add(functions.callUDF("cdclab_json_nulls", functions.col("value"))
+          .as(ExplicitNulls.COLUMN));
+    }
+    Dataset<Row> parsed = text.select(read.toArray(new Column[0]));
     List<Column> cols = new ArrayList<>();
     for (StructField f : target.fields()) {
       Column built = build(functions.col("r").getField(f.name()),
           parse.apply(f.name()).dataType(), List.of(f.name()), choices, null);
       cols.add(built.cast(f.dataType()).as(f.name(), f.metadata()));
     }
+    if (track) cols.add(ExplicitNulls.column());
     return parsed.select(cols.toArray(new Column[0]));
   }
 

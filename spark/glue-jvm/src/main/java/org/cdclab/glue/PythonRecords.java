@@ -51,23 +51,33 @@ public final class PythonRecords {
   private PythonRecords() {}
 
   /** The result of one Python transformation: good rows and the error records. */
-  public record Result(Dataset<Row> rows, JavaRDD<Map<String, Object>> errors, long errorCount) {}
+  public record Result(Dataset<Row> rows, JavaRDD<Map<String, Object>> errors, long errorCount,
+                       Dataset<Row> tracked) {}
 
   // --- to Python ----------------------------------------------------------------------------
   public static JavaRDD<byte[]> toPython(Dataset<Row> df) {
     return toPython(df, false);
   }
 
-  /** sparse: a record carries only its non-null fields (see DynamicFrame.sparse). */
+  /**
+   * sparse: a record carries only its non-null fields (see DynamicFrame.sparse), and those
+   * its hidden ExplicitNulls column names (outside arrays) with None, as Glue's records keep
+   * a key whose JSON value is null.
+   */
   public static JavaRDD<byte[]> toPython(Dataset<Row> df, boolean sparse) {
     StructType schema = df.schema();
+    int hidden = ExplicitNulls.index(schema);
     String zone = df.sparkSession().sessionState().conf().sessionLocalTimeZone();
     JavaRDD<Object> records = df.javaRDD().mapPartitions(rows -> {
       registerPicklers();
       List<Object> out = new ArrayList<>();
       while (rows.hasNext()) {
+        Row row = rows.next();
+        Nulls nulls = hidden < 0 || !sparse ? null
+            : new Nulls(ExplicitNulls.set(row.isNullAt(hidden) ? null : row.getList(hidden)),
+                hidden);
         Map<String, Object> rec = new HashMap<>();
-        rec.put("record", toPythonValue(rows.next(), schema, zone, sparse));
+        rec.put("record", toPythonValue(row, schema, zone, sparse, nulls, List.of()));
         rec.put("isError", Boolean.FALSE);
         rec.put("errorMessage", "");
         out.add(rec);
@@ -77,19 +87,31 @@ public final class PythonRecords {
     return SerDeUtil.javaToPython(records);
   }
 
-  private static Object toPythonValue(Object v, DataType t, String zone) {
-    return toPythonValue(v, t, zone, false);
+  /** A row's explicit null paths (ExplicitNulls.key) and the hidden column's top index. */
+  private record Nulls(java.util.Set<String> keys, int hidden) {
+    boolean has(List<String> path) {
+      return keys.contains(ExplicitNulls.key(path));
+    }
   }
 
-  private static Object toPythonValue(Object v, DataType t, String zone, boolean sparse) {
+  private static Object toPythonValue(Object v, DataType t, String zone) {
+    return toPythonValue(v, t, zone, false, null, null);
+  }
+
+  /** nulls (with the struct's path): explicit nulls to hand as None; null inside arrays. */
+  private static Object toPythonValue(Object v, DataType t, String zone, boolean sparse,
+                                      Nulls nulls, List<String> path) {
     if (v == null) return null;
     if (t instanceof StructType st) {
       Row row = (Row) v;
       Map<String, Object> m = new LinkedHashMap<>();
       StructField[] fields = st.fields();
       for (int i = 0; i < fields.length; i++) {
+        if (nulls != null && path.isEmpty() && i == nulls.hidden()) continue;
         Object value = row.get(i);
         StructField f = fields[i];
+        List<String> at = nulls == null ? null : append(path, f.name());
+        boolean explicit = value == null && nulls != null && nulls.has(at);
         if (ChoiceTypes.isChoice(f) && value != null) { // a choice: the record's own value
           Row members = (Row) value;
           StructField[] types = ((StructType) f.dataType()).fields();
@@ -97,17 +119,19 @@ public final class PythonRecords {
           for (int j = 0; j < types.length && value == null; j++) {
             value = toPythonValue(members.get(j), types[j].dataType(), zone);
           }
-          if (value != null || !sparse) m.put(f.name(), value);
+          if (value != null || !sparse || explicit) m.put(f.name(), value);
           continue;
         }
-        if (value == null && sparse) continue; // the record has no such key
-        m.put(f.name(), toPythonValue(value, f.dataType(), zone, sparse));
+        if (value == null && sparse && !explicit) continue; // the record has no such key
+        m.put(f.name(), toPythonValue(value, f.dataType(), zone, sparse, nulls, at));
       }
       return m;
     }
     if (t instanceof ArrayType at) {
       List<Object> out = new ArrayList<>();
-      for (Object e : iterable(v)) out.add(toPythonValue(e, at.elementType(), zone, sparse));
+      for (Object e : iterable(v)) {
+        out.add(toPythonValue(e, at.elementType(), zone, sparse, null, null));
+      }
       return out;
     }
     if (t instanceof MapType mt) {
@@ -128,6 +152,12 @@ public final class PythonRecords {
     return v;
   }
 
+  private static List<String> append(List<String> path, String name) {
+    List<String> out = new ArrayList<>(path);
+    out.add(name);
+    return out;
+  }
+
   private static Iterable<?> iterable(Object v) {
     if (v instanceof scala.collection.Seq<?> s) return JavaConverters.seqAsJavaList(s);
     if (v instanceof Object[] a) return List.of(a);
@@ -142,7 +172,8 @@ public final class PythonRecords {
   }
 
   /** sparse: the records carry only their non-null fields, so an input field no record
-   * has is kept (all null) rather than taken as dropped by the function. */
+   * has is kept (all null) rather than taken as dropped by the function; the result's
+   * tracked Dataset then holds the keys each record set to None (ExplicitNulls). */
   public static Result fromPython(SparkSession spark, StructType input, JavaRDD<byte[]> pickled,
                                   long stageThreshold, boolean sparse) {
     String zone = spark.sessionState().conf().sessionLocalTimeZone();
@@ -157,9 +188,25 @@ public final class PythonRecords {
           + "stageThreshold " + stageThreshold + "; first: " + inferred.firstError);
     }
     StructType schema = inferred.schema(input, sparse);
-    JavaRDD<Row> rows = parsed.filter(r -> !isError(r))
-        .map(r -> (Row) fromPythonValue(r.get("record"), schema, zone));
-    return new Result(spark.createDataFrame(rows, schema), errors, inferred.errors);
+    JavaRDD<Map<String, Object>> good = parsed.filter(r -> !isError(r));
+    JavaRDD<Row> rows = good.map(r -> (Row) fromPythonValue(r.get("record"), schema, zone));
+    Dataset<Row> tracked = null;
+    if (sparse && !ExplicitNulls.clashes(schema)) { // the same records, from the persisted RDD
+      StructType withNulls = schema.add(ExplicitNulls.COLUMN, ExplicitNulls.TYPE, true);
+      JavaRDD<Row> tagged = good.map(r -> {
+        Row row = (Row) fromPythonValue(r.get("record"), schema, zone);
+        Object[] values = new Object[row.length() + 1];
+        for (int i = 0; i < row.length(); i++) values[i] = row.get(i);
+        List<Object> paths = new ArrayList<>();
+        for (List<String> p : ExplicitNulls.fromPython(r.get("record"))) {
+          paths.add(JavaConverters.asScalaBuffer(p).toSeq());
+        }
+        values[row.length()] = JavaConverters.asScalaBuffer(paths).toSeq();
+        return RowFactory.create(values);
+      });
+      tracked = spark.createDataFrame(tagged, withNulls);
+    }
+    return new Result(spark.createDataFrame(rows, schema), errors, inferred.errors, tracked);
   }
 
   /** What came back from Python as a record wrapper; anything else is an error record

@@ -184,8 +184,9 @@ public class DataSource {
   }
 
   public DynamicFrame getDynamicFrame() {
-    return "json".equals(format) ? DynamicFrame.sparse(getDataFrame(), glue)
-        : DynamicFrame.apply(getDataFrame(), glue);
+    if (!"json".equals(format) || iceberg != null) return DynamicFrame.apply(getDataFrame(), glue);
+    Read r = readAll();
+    return DynamicFrame.sparse(r.df(), r.tracked(), glue);
   }
 
   public DynamicFrame getDynamicFrame(int minPartitions, int targetPartitions) {
@@ -197,9 +198,21 @@ public class DataSource {
   }
 
   public Dataset<Row> getDataFrame() {
+    return readAll().df();
+  }
+
+  /** The source's Dataset and, for JSON, its twin with each record's explicit nulls
+   * (org.cdclab.glue.ExplicitNulls; null when not tracked). */
+  private record Read(Dataset<Row> df, Dataset<Row> tracked) {
+    Read map(java.util.function.UnaryOperator<Dataset<Row>> f) {
+      return new Read(f.apply(df), tracked == null ? null : f.apply(tracked));
+    }
+  }
+
+  private Read readAll() {
     if (format == null) throw new IllegalArgumentException("cdclab: no format for " + what);
     SparkSession spark = glue.sparkSession();
-    if (iceberg != null) return readIceberg(spark);
+    if (iceberg != null) return new Read(readIceberg(spark), null);
     if (partitioned != null) return readPartitions(spark);
     return read(spark, bookmarked(Listing.list(paths, recurse,
         spark.sparkContext().hadoopConfiguration())));
@@ -216,7 +229,7 @@ public class DataSource {
 
   /** A partitioned catalog table: the selected partitions' files (bookmarked together),
    * each partition read with its values as columns (org.cdclab.glue.CatalogPartitions). */
-  private Dataset<Row> readPartitions(SparkSession spark) {
+  private Read readPartitions(SparkSession spark) {
     String tableLocation = paths.get(0);
     List<CatalogPartitions.Selected> parts = CatalogPartitions.select(spark, partitioned[0],
         partitioned[1], partitioned[2], tableLocation, partitionKeys, partitioned[3],
@@ -233,26 +246,29 @@ public class DataSource {
     for (SourceFile f : bookmarked(listed)) {
       byPart.computeIfAbsent(partOf.get(f.path()), k -> new ArrayList<>()).add(f);
     }
-    Dataset<Row> out = null;
+    Read out = null;
     for (Map.Entry<Integer, List<SourceFile>> e : byPart.entrySet()) {
-      Dataset<Row> one = CatalogPartitions.withValues(read(spark, e.getValue()), partitionKeys,
-          parts.get(e.getKey()).values());
-      out = out == null ? one : out.unionByName(one);
+      Read one = read(spark, e.getValue()).map(d -> CatalogPartitions.withValues(d,
+          partitionKeys, parts.get(e.getKey()).values()));
+      out = out == null ? one : new Read(out.df().unionByName(one.df()),
+          out.tracked() == null || one.tracked() == null ? null
+              : out.tracked().unionByName(one.tracked()));
     }
-    return out != null ? out
-        : CatalogPartitions.withValues(read(spark, List.of()), partitionKeys, null);
+    return out != null ? out : read(spark, List.of())
+        .map(d -> CatalogPartitions.withValues(d, partitionKeys, null));
   }
 
-  private Dataset<Row> read(SparkSession spark, List<SourceFile> files) {
+  private Read read(SparkSession spark, List<SourceFile> files) {
     String fileColumn = option("attachFilename");
     String timeColumn = option("attachTimestamp");
     Dataset<Row> df;
+    Dataset<Row> tracked = null;
     if (files.isEmpty()) {
       StructType empty = catalogSchema != null ? catalogSchema : new StructType();
       df = spark.createDataFrame(new ArrayList<Row>(), empty);
       if (fileColumn != null) df = df.withColumn(fileColumn, functions.lit(null).cast("string"));
       if (timeColumn != null) df = df.withColumn(timeColumn, functions.lit(null).cast("long"));
-      return df;
+      return new Read(df, null);
     }
     String[] literal = files.stream().map(f -> Listing.literal(f.path())).toArray(String[]::new);
     var reader = spark.read().format(format).options(Formats.readerOptions(format, formatOptions));
@@ -267,8 +283,10 @@ public class DataSource {
       df = catalogSchema != null ? reader.schema(catalogSchema).load(literal)
           : reader.load(literal);
       if (format.equals("json")) { // Glue's choices from mixed values (JsonChoices)
-        df = JsonChoices.read(spark, df, literal, Formats.multiLine(formatOptions),
-            catalogSchema != null);
+        JsonChoices.Read r = JsonChoices.readTracked(spark, df, literal,
+            Formats.multiLine(formatOptions), catalogSchema != null);
+        df = r.df();
+        tracked = r.tracked();
       }
     }
     if (fileColumn != null || timeColumn != null) {
@@ -279,14 +297,20 @@ public class DataSource {
         timeOf.put(f.sparkUri(), f.modifiedMs());
       }
       Column uri = functions.input_file_name();
-      if (fileColumn != null) {
-        df = df.withColumn(fileColumn, functions.udf((UDF1<String, String>) pathOf::get,
-            DataTypes.StringType).apply(uri));
-      }
-      if (timeColumn != null) {
-        df = df.withColumn(timeColumn, functions.udf((UDF1<String, Long>) timeOf::get,
-            DataTypes.LongType).apply(uri));
-      }
+      java.util.function.UnaryOperator<Dataset<Row>> attach = d -> {
+        Dataset<Row> out = d;
+        if (fileColumn != null) {
+          out = out.withColumn(fileColumn, functions.udf((UDF1<String, String>) pathOf::get,
+              DataTypes.StringType).apply(uri));
+        }
+        if (timeColumn != null) {
+          out = out.withColumn(timeColumn, functions.udf((UDF1<String, Long>) timeOf::get,
+              DataTypes.LongType).apply(uri));
+        }
+        return out;
+      };
+      df = attach.apply(df);
+      if (tracked != null) tracked = attach.apply(tracked);
     }
     boolean emptyNotNull = format.equals("csv")
         && "empty".equals(spark.conf().get(Formats.CSV_UNQUOTED_EMPTY_CONF, "null"));
@@ -310,7 +334,7 @@ public class DataSource {
       // Glue types each value: one that the catalog type does not parse makes a choice
       df = ChoiceTypes.fromText(df.select(cols.toArray(new Column[0])), catalogSchema);
     }
-    return df;
+    return new Read(df, tracked);
   }
 
   /** An Iceberg table of the Data Catalog: the current snapshot through the job's Iceberg

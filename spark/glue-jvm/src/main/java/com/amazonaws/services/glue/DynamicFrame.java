@@ -17,6 +17,7 @@ import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.cdclab.glue.CatalogTable;
 import org.cdclab.glue.ChoiceTypes;
+import org.cdclab.glue.ExplicitNulls;
 import org.cdclab.glue.FieldPath;
 import org.cdclab.glue.GlueSchema;
 import org.cdclab.glue.Joins;
@@ -43,8 +44,11 @@ public class DynamicFrame {
   private final JavaRDD<Map<String, Object>> errorRecords; // from Python functions, or null
   private final long errorCount;
   // JSON records carry only the keys they have; Spark's rows cannot tell a missing key from
-  // a null, so the records of a sparse frame hand Python only their non-null fields
+  // a null, so the records of a sparse frame hand Python only their non-null fields, and
+  // their explicit nulls too where `tracked` (df's rows with ExplicitNulls' hidden column,
+  // never shown to the user) is known
   private boolean sparse;
+  private Dataset<Row> tracked;
   private String name;
 
   public DynamicFrame(Dataset<Row> df, GlueContext glue) {
@@ -71,16 +75,30 @@ public class DynamicFrame {
     return df;
   }
 
+  /** A transform whose rows' explicit nulls are not followed: they look absent after it. */
   private DynamicFrame with(Dataset<Row> next) {
+    return with(next, null);
+  }
+
+  /** A transform that maps tracked's rows as it maps df's (nextTracked: null if not). */
+  private DynamicFrame with(Dataset<Row> next, Dataset<Row> nextTracked) {
     DynamicFrame out = new DynamicFrame(next, glue, errorRecords, errorCount); // errors add up
     out.sparse = sparse;
+    out.tracked = nextTracked;
     return out;
   }
 
   /** A frame whose records carry only their non-null fields (a JSON source's). */
   public static DynamicFrame sparse(Dataset<Row> df, GlueContext glue) {
+    return sparse(df, null, glue);
+  }
+
+  /** As sparse, with the records' explicit nulls (tracked: df's rows with the hidden
+   * column of org.cdclab.glue.ExplicitNulls, or null). */
+  public static DynamicFrame sparse(Dataset<Row> df, Dataset<Row> tracked, GlueContext glue) {
     DynamicFrame out = new DynamicFrame(df, glue);
     out.sparse = true;
+    out.tracked = tracked;
     return out;
   }
 
@@ -182,8 +200,13 @@ public class DynamicFrame {
   }
 
   public DynamicFrame dropFields(Seq<String> paths, String ctx, CallSite cs, long t1, long t2) {
-    Dataset<Row> out = df;
-    for (String path : list(paths)) {
+    // a dropped field's paths may stay in tracked: toPython looks up only fields it has
+    return with(dropped(df, list(paths)), tracked == null ? null : dropped(tracked, list(paths)));
+  }
+
+  private static Dataset<Row> dropped(Dataset<Row> in, List<String> paths) {
+    Dataset<Row> out = in;
+    for (String path : paths) {
       List<String> seg = FieldPath.split(path);
       if (seg.size() == 1) {
         out = out.drop(out.col(FieldPath.sparkName(seg)));
@@ -194,7 +217,7 @@ public class DynamicFrame {
             toSeq(List.of(rest.replace("`", "")))));
       }
     }
-    return with(out);
+    return out;
   }
 
   public DynamicFrame selectFields(Seq<String> paths, String ctx, CallSite cs, long t1, long t2) {
@@ -202,9 +225,17 @@ public class DynamicFrame {
     for (String path : list(paths)) {
       List<String> seg = FieldPath.split(path);
       if (seg.size() != 1) throw Unsupported.of("select_fields on a nested path (" + path + ")");
-      if (has(df.schema(), seg.get(0))) cols.add(df.col(FieldPath.sparkName(seg)));
+      if (has(df.schema(), seg.get(0))) cols.add(functions.col(FieldPath.sparkName(seg)));
     }
-    return with(df.select(cols.toArray(new Column[0])));
+    Dataset<Row> next = tracked == null ? null : tracked.select(
+        concat(cols, ExplicitNulls.column()).toArray(new Column[0]));
+    return with(df.select(cols.toArray(new Column[0])), next);
+  }
+
+  private static List<Column> concat(List<Column> cols, Column last) {
+    List<Column> out = new ArrayList<>(cols);
+    out.add(last);
+    return out;
   }
 
   public DynamicFrame renameField(String oldName, String newName, String ctx, CallSite cs, long t1,
@@ -212,7 +243,12 @@ public class DynamicFrame {
     List<String> from = FieldPath.split(oldName);
     List<String> to = FieldPath.split(newName);
     if (from.size() == 1 && to.size() == 1) {
-      return with(df.withColumnRenamed(from.get(0), to.get(0)));
+      StructField f = field(df.schema(), from.get(0));
+      List<String> actual = f == null ? from : List.of(f.name());
+      Dataset<Row> next = tracked == null || ExplicitNulls.COLUMN.equalsIgnoreCase(to.get(0))
+          ? null : tracked.withColumnRenamed(from.get(0), to.get(0))
+              .withColumn(ExplicitNulls.COLUMN, ExplicitNulls.renamed(actual, to));
+      return with(df.withColumnRenamed(from.get(0), to.get(0)), next);
     }
     throw Unsupported.of("rename_field on a nested path (" + oldName + " -> " + newName + ")");
   }
@@ -220,13 +256,20 @@ public class DynamicFrame {
   public DynamicFrame applyMapping(Seq<MappingSpec> mappings, boolean caseSensitive, String ctx,
                                    CallSite cs, long t1, long t2) {
     Mapping out = new Mapping(); // a dotted target nests (org.cdclab.glue.Mapping)
+    List<List<String>> sources = new ArrayList<>();
+    List<List<String>> targets = new ArrayList<>();
     for (MappingSpec m : list(mappings)) {
       List<String> source = FieldPath.split(m.sourcePath);
       if (!resolves(source)) continue; // a field no record has: no output field, as on Glue
       out.put(FieldPath.split(m.targetPath),
-          df.col(FieldPath.sparkName(source)).cast(FieldPath.type(m.targetType)), m.targetPath);
+          functions.col(FieldPath.sparkName(source)).cast(FieldPath.type(m.targetType)),
+          m.targetPath);
+      sources.add(source);
+      targets.add(FieldPath.split(m.targetPath));
     }
-    return with(df.select(out.columns()));
+    Dataset<Row> next = tracked == null ? null : tracked.select(concat(List.of(out.columns()),
+        ExplicitNulls.mapped(sources, targets)).toArray(new Column[0]));
+    return with(df.select(out.columns()), next);
   }
 
   public DynamicFrame resolveChoice(Seq<ResolveSpec> specs, Option<String> choice,
@@ -335,11 +378,12 @@ public class DynamicFrame {
   }
 
   public DynamicFrame repartition(int n, String ctx, CallSite cs, long t1, long t2) {
-    return with(df.repartition(n));
+    return with(df.repartition(n), tracked == null ? null : tracked.repartition(n));
   }
 
   public DynamicFrame coalesce(int n, boolean shuffle, String ctx, CallSite cs, long t1, long t2) {
-    return with(shuffle ? df.repartition(n) : df.coalesce(n));
+    return with(shuffle ? df.repartition(n) : df.coalesce(n),
+        tracked == null ? null : shuffle ? tracked.repartition(n) : tracked.coalesce(n));
   }
 
   /** join / Join.apply: fields both frames have meet as Glue's do (org.cdclab.glue.Joins). */
@@ -368,7 +412,7 @@ public class DynamicFrame {
 
   // --- Python record functions: map, filter, mapPartitions (org.cdclab.glue.PythonRecords) --
   public JavaRDD<byte[]> javaToPython() {
-    return PythonRecords.toPython(df, sparse);
+    return PythonRecords.toPython(tracked != null ? tracked : df, sparse);
   }
 
   public static DynamicFrame fromPythonRDD(DynamicFrame source, JavaRDD<byte[]> pickled,
@@ -379,6 +423,7 @@ public class DynamicFrame {
     DynamicFrame out = new DynamicFrame(r.rows(), source.glue, r.errors(),
         source.errorCount + r.errorCount());
     out.sparse = source.sparse; // a key the function left out is absent, not null
+    out.tracked = r.tracked(); // a key it set to None is present, with None
     return out;
   }
 
