@@ -26,7 +26,7 @@ from tests.integration.test_job_bounds import DROP_JOB, STATE_JOB, change
 from tests.resources.launch import launch
 from tests.resources.specs import hosts_spec
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.job_semantics]
 
 NOW = datetime.utcnow().replace(microsecond=0)
 POISON = "20261124-000002500.csv.gz"

@@ -21,7 +21,7 @@ from pipeline_contract.settings import load_pipeline
 from tests.resources.launch import launch
 from tests.resources.specs import hosts_spec
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.job_semantics]
 
 HEADER = "Op,last_updated_ts,id,url,name,since,location,response_time,response_rate,change_seq"
 T0 = datetime(2026, 1, 5, 9, 0, 0, 123456)

@@ -24,7 +24,7 @@ from tests.integration.test_job import HEADER, Tables, ch, field, run_job
 from tests.resources.launch import launch
 from tests.resources.specs import hosts_spec
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.job_semantics]
 
 
 # commit times of yesterday: the job's upkeep prunes tombstones older than

@@ -24,7 +24,7 @@ from tests.integration.test_job import dms_csv, run_job
 from tests.resources.launch import launch
 from tests.resources.specs import hosts_spec
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.job_semantics]
 
 OLD = datetime(2020, 1, 1, 12, 0, 0)  # a delete far past the tombstone horizon
 NOW = datetime.utcnow().replace(microsecond=0)
