@@ -5,11 +5,13 @@ lab's cost per test once it runs. Prints one JSON object.
                  (pinned by requirements.lock); warm = uv's cache at $CDCLAB_CACHE/uv, cold
                  (--cold) = a fresh empty uv cache, every package from uv's configured index
   first_green    `pytest -q tests/test_with_the_lab.py::test_source_changes_reach_silver` in
-                 a copy of examples/my-pipeline (starts the lab, runs the pipeline, reconciles)
-                 and the totals install + that test
+                 a copy of examples/my-pipeline (starts the lab, runs the pipeline, reconciles):
+                 the whole command, its phases (stack start, the test, stack stop) and the
+                 totals install + command
   per_test       one pytest session of --tests trivial tests (each uses cdclab_lab: SELECT 1 on
-                 the source, no job), timed by a conftest plugin written into the copy: the
-                 first test's setup starts the stack, the others show the per-test overhead
+                 the source, no job): the first test's setup starts the stack, the others
+                 show the per-test overhead. Phases are timed by a conftest plugin written
+                 into the copy (pytest's own report durations).
 
 Usage: python bench/bench_user_repo.py [--backend embedded|containers] [--tests 5] [--cold]
 The containers backend needs a Docker engine and the image (`make docker-build`); without
@@ -148,19 +150,24 @@ def measure(args: argparse.Namespace, uv: str, folder: Path) -> dict:
 
     repo = folder / "my-pipeline"
     shutil.copytree(ROOT / "examples" / "my-pipeline", repo)
+    (repo / "tests" / "conftest.py").write_text(CONFTEST)  # the copy's: examples/ unchanged
+    timings = folder / "timings.json"
     say(f"pytest {EXAMPLE_TEST} ({args.backend})")
-    first = run_pytest(venv, repo, args.backend, [EXAMPLE_TEST])
+    first = run_pytest(venv, repo, args.backend, [EXAMPLE_TEST], {TIMINGS_ENV: str(timings)})
+    phases = per_test_overhead(json.loads(timings.read_text()))
     install = result["install"]
     result["first_green"] = {
         "test": EXAMPLE_TEST, "pytest_seconds": first,
+        "stack_start_seconds": phases["stack_start_seconds"],
+        "test_call_seconds": round(phases["first_test_seconds"]
+                                   - phases["stack_start_seconds"], 3),
+        "stack_stop_seconds": phases["stack_stop_seconds"],
         "total_warm_seconds": round(install["warm_seconds"] + first, 1),
         "total_cold_seconds": (round(install["cold_seconds"] + first, 1)
                                if install["cold_seconds"] is not None else None)}
 
-    (repo / "tests" / "conftest.py").write_text(CONFTEST)
     (repo / "tests" / "test_bench_overhead.py").write_text(
         TRIVIAL_TESTS.format(count=args.tests, backend=args.backend))
-    timings = folder / "timings.json"
     say(f"one session of {args.tests} trivial tests on the lab")
     session = run_pytest(venv, repo, args.backend, ["tests/test_bench_overhead.py"],
                          {TIMINGS_ENV: str(timings)})
