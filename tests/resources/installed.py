@@ -18,14 +18,21 @@ from pipeline_contract import settings
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def clean_env() -> dict[str, str]:
+def clean_env(uv_cache: Path | None = None) -> dict[str, str]:
     """The environment of a user's shell: none of the lab's or this venv's variables, the
-    download cache kept (bootstrap's: nothing is fetched twice)."""
+    download cache kept (bootstrap's: nothing is fetched twice) unless `uv_cache` names
+    another (an empty one: a cold install, every package from the configured index)."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("CDCLAB_", "VIRTUAL_ENV", "PYTHON"))}
     env["CDCLAB_CACHE"] = str(settings.cache_dir())
-    env["UV_CACHE_DIR"] = str(settings.cache_dir() / "uv")
+    env["UV_CACHE_DIR"] = str(uv_cache or settings.cache_dir() / "uv")
     return env
+
+
+def find_uv() -> str | None:
+    """uv on PATH, else the one scripts/bootstrap.sh put beside this Python."""
+    uv = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
+    return uv if Path(uv).exists() else None
 
 
 @pytest.fixture(scope="session")
@@ -33,8 +40,8 @@ def installed_cdclab() -> Iterator[Path]:
     """The virtualenv's folder; its bin/ has cdclab and pytest (with cdclab's plugin). In a
     folder others may traverse: as root, the embedded PostgreSQL runs as another user,
     from the binary the virtualenv holds."""
-    uv = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
-    if not Path(uv).exists():
+    uv = find_uv()
+    if uv is None:
         pytest.skip("uv not found (scripts/bootstrap.sh installs it into .venv)")
     with temp_state_dir("installed") as folder:
         venv = folder / "venv"
@@ -42,10 +49,13 @@ def installed_cdclab() -> Iterator[Path]:
         yield venv
 
 
-def install(uv: str, venv: Path) -> None:
+def install(uv: str, venv: Path, env: dict[str, str] | None = None) -> None:
+    """A fresh virtualenv at `venv` with this checkout as a wheel and its `pytest` extra,
+    pinned by requirements.lock; raises RuntimeError with uv's output when it fails."""
     for command in ([uv, "venv", "-q", "--python", sys.executable, str(venv)],
                     [uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"),
                      "-c", str(ROOT / "requirements.lock"), f"{ROOT}[pytest]"]):
-        done = subprocess.run(command, env=clean_env(), capture_output=True, text=True,
-                              timeout=900)
-        assert done.returncode == 0, done.stderr
+        done = subprocess.run(command, env=env or clean_env(), capture_output=True,
+                              text=True, timeout=900)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(command[:3])} failed:\n{done.stderr[-4000:]}")
