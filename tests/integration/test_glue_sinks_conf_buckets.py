@@ -347,7 +347,7 @@ def test_builder_settings_apply_and_a_driver_setting_fails_by_name(glue, tmp_pat
 
 # --- the user's buckets ([glue_job] job_buckets) on the real MinIO --------------------
 
-def test_the_jobs_role_reaches_declared_buckets_and_no_other(minio, monkeypatch):
+def test_the_jobs_role_reaches_declared_buckets_and_no_other(minio):
     import dataclasses
 
     from botocore.exceptions import ClientError
@@ -359,9 +359,9 @@ def test_the_jobs_role_reaches_declared_buckets_and_no_other(minio, monkeypatch)
     mine = dataclasses.replace(shipped, glue_job=dataclasses.replace(
         shipped.glue_job, job_buckets=["cdclab-users-own"]))
     minio["s3"].create_bucket(Bucket="cdclab-undeclared")
-    monkeypatch.setattr(settings, "load_pipeline", lambda *a, **k: mine)
     try:
-        MinioService().after_start(minio["ctx"])  # creates it, grants the jobs' user
+        # creates it, grants the jobs' user
+        MinioService().after_start(dataclasses.replace(minio["ctx"], pipeline=mine))
         s3 = s3_client({**minio["env"], **minio_users.service_keys(minio["env"], "glue")})
         s3.put_object(Bucket="cdclab-users-own", Key="out/a.json", Body=b"{}\n")
         assert s3.get_object(Bucket="cdclab-users-own", Key="out/a.json")["Body"].read() \

@@ -31,8 +31,7 @@ NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
 CELL_TIMEOUT = 420  # seconds; a cell may wait for the pipeline to drain
 
 
-def _source_rows(dsn: str) -> int:
-    src = settings.load_pipeline().source
+def _source_rows(dsn: str, src) -> int:
     with psycopg.connect(dsn) as conn:
         return conn.execute(f'SELECT count(*) FROM "{src.schema}"."{src.table}"').fetchone()[0]
 
