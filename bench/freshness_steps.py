@@ -105,10 +105,11 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def spread(values: Sequence[float]) -> dict:
-    """count, p50, p90, max (rounded to ms); count 0 alone for no values."""
+    """count, min, p50, p90, max (rounded to ms); count 0 alone for no values."""
     if not values:
         return {"count": 0}
-    return {"count": len(values), "p50": round(percentile(values, 0.5), 3),
+    return {"count": len(values), "min": round(min(values), 3),
+            "p50": round(percentile(values, 0.5), 3),
             "p90": round(percentile(values, 0.9), 3), "max": round(max(values), 3)}
 
 
@@ -153,10 +154,14 @@ def noticed_times(lines: Iterable[str], keys: Iterable[str]) -> dict[str, float]
 
 def run_holding(runs: Iterable[Mapping], moment: float, slack: float = 0.5) -> dict | None:
     """The run that was going at `moment` (a silver snapshot's time): RunStartedOn <=
-    moment <= CompletedOn (+ slack); the latest started if several were."""
-    going = [r for r in runs if "RunStartedOn" in r
-             and r["RunStartedOn"] - slack <= moment <= r.get("CompletedOn", math.inf) + slack]
-    return dict(max(going, key=lambda r: r["RunStartedOn"])) if going else None
+    moment <= CompletedOn, the latest started if several were; else one within `slack`
+    of its bounds (the snapshot's and the API's clocks are read at different points)."""
+    for margin in (0.0, slack):
+        going = [r for r in runs if "RunStartedOn" in r and r["RunStartedOn"] - margin
+                 <= moment <= r.get("CompletedOn", math.inf) + margin]
+        if going:
+            return dict(max(going, key=lambda r: r["RunStartedOn"]))
+    return None
 
 
 def first_snapshot(snapshots: Iterable[tuple[float, str]]) -> float | None:
