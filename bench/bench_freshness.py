@@ -82,8 +82,13 @@ class SilverPoller:
         self._thread = threading.Thread(target=self._loop, name="silver-poller", daemon=True)
 
     def start(self) -> None:
+        from pyiceberg.expressions import In
+
         table = self.load()  # snapshots so far: none of them holds a probe row
         self._known = {s.snapshot_id for s in table.metadata.snapshots}
+        # one scan first: the first pays for imports (pyarrow's), seconds, not the probes
+        table.scan(row_filter=In(self.key, {-(2**31 - 1)}),
+                   selected_fields=(self.key,)).to_arrow()
         self._thread.start()
 
     def stop(self) -> None:
@@ -278,7 +283,14 @@ def start_workload(dsn: str, rate: float, duration: float) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-c", WORKLOAD_CHILD, dsn, str(duration),
          str(rate / CHANGES_PER_TRANSACTION)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def machine_facts() -> dict:
+    pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return {"cpus": os.cpu_count(), "cpus_usable": len(os.sched_getaffinity(0)),
+            "memory_gib": round(pages / 2**30, 1), "load_avg_1_5_15": None,
+            "note": "shared with other sessions' work"}
 
 
 def pipeline_facts(p: PipelineSettings) -> dict:
@@ -305,8 +317,7 @@ def run(args: argparse.Namespace, state: Path) -> tuple[int, dict]:
 
     p = load_pipeline()
     result: dict = {"benchmark": "freshness", "params": vars(args),
-                    "machine": {"cpus": os.cpu_count(), "load_avg_1_5_15": None,
-                                "note": "shared with other sessions' work"},
+                    "machine": machine_facts(),
                     "pipeline": pipeline_facts(p)}
     timings: dict[str, float] = {}
     stack = Stack(state, pipeline=p, progress=say)
@@ -340,8 +351,11 @@ def run(args: argparse.Namespace, state: Path) -> tuple[int, dict]:
                 f"{args.warmup:.0f}s")
             time.sleep(args.warmup)
             load = run_phase("load", env, p, state, poller, first=LOAD_BASE, **common)
-            out, _ = worker.communicate(timeout=duration + 120)
-            report = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
+            out, err = worker.communicate(timeout=duration + 120)
+            if worker.returncode != 0:
+                raise SystemExit(f"bench_freshness: the workload failed "
+                                 f"(exit {worker.returncode}): {err.strip()[-1000:]}")
+            report = json.loads(out.strip().splitlines()[-1])
             changes = sum(report.get(k, 0) for k in ("inserts", "updates", "deletes"))
             load["workload"] = {**report, "changes_per_second": round(
                 changes / report["seconds"], 1) if report.get("seconds") else None}
