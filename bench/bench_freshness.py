@@ -394,6 +394,8 @@ def main() -> None:
                     help="seconds after the last probe to wait for it in silver")
     ap.add_argument("--no-reconcile", dest="reconcile", action="store_false",
                     help="skip the final silver == source check")
+    ap.add_argument("--markdown", action="store_true",
+                    help="also print docs/performance.md's table (to stderr)")
     args = ap.parse_args()
 
     from tests.resources.stack_dirs import temp_state_dir
@@ -402,6 +404,8 @@ def main() -> None:
         os.environ[settings.ENV_STATE_DIR] = str(state)
         code, result = run(args, state)
     print(json.dumps(result, indent=2))
+    if args.markdown:
+        print(fs.markdown_table(result), file=sys.stderr)
     sys.exit(code)
 
 

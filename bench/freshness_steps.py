@@ -176,3 +176,21 @@ def probe_marker(n: int) -> str:
     if n < 0:
         raise ValueError(f"probe number {n}: expected >= 0")
     return f"freshness-probe-{n:06d}x"
+
+
+def markdown_table(result: Mapping) -> str:
+    """bench_freshness's JSON as docs/performance.md's table: p50 / p90 seconds of each
+    step and of commit -> visible, a column per phase measured (idle, load)."""
+    phases = [name for name in ("idle", "load") if name in result]
+    head = "| step | " + " | ".join(f"{n} p50 / p90 (s)" for n in phases) + " |"
+    rows = [head, "|---|" + "---|" * len(phases)]
+
+    def cell(s: Mapping) -> str:
+        return f"{s['p50']:.2f} / {s['p90']:.2f}" if s.get("count") else "–"
+
+    for step in STEPS:
+        rows.append(f"| {step} | " + " | ".join(
+            cell(result[n]["steps_seconds"][step]) for n in phases) + " |")
+    rows.append("| **commit → visible** | " + " | ".join(
+        f"**{cell(result[n]['commit_to_visible_seconds'])}**" for n in phases) + " |")
+    return "\n".join(rows)

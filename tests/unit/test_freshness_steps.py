@@ -168,3 +168,13 @@ def test_probe_markers_are_distinct_and_none_contains_another(a, b):
     if a != b:
         assert fs.probe_marker(a) not in fs.probe_marker(b)
     assert "," not in fs.probe_marker(a) and '"' not in fs.probe_marker(a)
+
+
+@given(st.lists(probes(), min_size=1, max_size=5))
+def test_the_markdown_table_has_a_row_per_step_and_the_total(ps):
+    result = {"idle": fs.summarize(ps), "load": fs.summarize(ps[:1])}
+    lines = fs.markdown_table(result).splitlines()
+    assert len(lines) == 2 + len(fs.STEPS) + 1
+    assert all(line.count("|") == 4 for line in lines)
+    assert "commit → visible" in lines[-1]
+    assert fs.markdown_table({"idle": fs.summarize(ps)}).splitlines()[0].count("|") == 3
