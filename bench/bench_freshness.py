@@ -241,6 +241,7 @@ def run_phase(name: str, env: Mapping[str, str], p: PipelineSettings, state: Pat
     noticed = fs.noticed_times(lines, [f["key"] for f in files.values()])
     runs = glue_runs(env, p.glue_job.name)
     times: list[fs.ProbeTimes] = []
+    tails: list[float] = []  # silver commit -> CompletedOn: what keeps the next run waiting
     for pr in done:
         seen = poller.seen.get(pr.key)
         if seen is None:
@@ -248,6 +249,8 @@ def run_phase(name: str, env: Mapping[str, str], p: PipelineSettings, state: Pat
         f = files.get(pr.number, {})
         run = fs.run_holding(runs, seen.snapshot) if seen.snapshot is not None else None
         run = run or {}
+        if "CompletedOn" in run and seen.snapshot is not None:
+            tails.append(run["CompletedOn"] - seen.snapshot)
         times.append(fs.ProbeTimes(
             committed=pr.committed, visible=seen.visible, named=f.get("named"),
             stored=f.get("stored"), noticed=noticed.get(f.get("key", "")),
@@ -256,6 +259,7 @@ def run_phase(name: str, env: Mapping[str, str], p: PipelineSettings, state: Pat
             phases=(run.get("Metrics") or {}).get("phase_seconds", {})))
     ours = [r for r in runs if r.get("StartedOn", 0) >= since]
     return {"probes": len(done), "not_visible": len(late), **fs.summarize(times),
+            "run_after_silver_commit_seconds": fs.spread(tails),
             "glue_runs": run_figures(ours)}
 
 
