@@ -349,7 +349,8 @@ def run(args: argparse.Namespace, state: Path) -> tuple[int, dict]:
         common = {"probes": args.probes, "interval": args.interval, "settle": args.settle}
         result["idle"] = run_phase("idle", env, p, state, poller, first=IDLE_BASE, **common)
         if args.rate:
-            duration = args.warmup + args.probes * args.interval + args.settle
+            # the load goes on while the last probes travel (about 15 s under load)
+            duration = args.warmup + args.probes * args.interval + 15
             worker = start_workload(dsn, args.rate, duration)
             say(f"load: ~{args.rate:.0f} changes/s for {duration:.0f}s, probes after "
                 f"{args.warmup:.0f}s")
