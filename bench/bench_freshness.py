@@ -214,6 +214,20 @@ def glue_runs(env: Mapping[str, str], job: str) -> list[dict]:
         body = {"JobName": job, "NextToken": page["NextToken"]}
 
 
+def wait_for_runs(env: Mapping[str, str], job: str, snapshots: list[float],
+                  timeout: float) -> list[dict]:
+    """The job's runs, once every run that wrote one of `snapshots` has ended (its
+    phase_seconds come with its end), or after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        runs = glue_runs(env, job)
+        holders = [fs.run_holding(runs, at) for at in snapshots]
+        if all(r is None or "CompletedOn" in r for r in holders) or \
+                time.monotonic() > deadline:
+            return runs
+        time.sleep(1.0)
+
+
 def run_phase(name: str, env: Mapping[str, str], p: PipelineSettings, state: Path,
               poller: SilverPoller, *, first: int, probes: int, interval: float,
               settle: float) -> dict:
@@ -239,7 +253,9 @@ def run_phase(name: str, env: Mapping[str, str], p: PipelineSettings, state: Pat
     log = state / "logs" / "watcher.log"
     lines = log.read_text(errors="replace").splitlines() if log.exists() else []
     noticed = fs.noticed_times(lines, [f["key"] for f in files.values()])
-    runs = glue_runs(env, p.glue_job.name)
+    runs = wait_for_runs(env, p.glue_job.name, [s.snapshot for s in poller.seen.values()
+                                                  if s.snapshot is not None and s.snapshot
+                                                  >= since], settle)
     times: list[fs.ProbeTimes] = []
     tails: list[float] = []  # silver commit -> CompletedOn: what keeps the next run waiting
     for pr in done:
