@@ -1,0 +1,434 @@
+"""Where the time goes: source commit -> visible in silver, cut into its steps, at idle and
+(--rate) under a background workload, on a fresh embedded stack. Prints one JSON object.
+
+    .venv/bin/python bench/bench_freshness.py [--probes N] [--interval S] [--rate CHANGES/S]
+
+A probe commits single-row INSERT transactions (negative ids, a unique name), one every
+--interval seconds, while a poller reads silver through pyiceberg every --poll seconds
+(the table's current snapshot; on a new one, the rows still awaited). Afterwards each
+probe's way is read from what the services already record, nothing added to them:
+the CDC file holding it (its name time: the emitter's cut; its Last-Modified: stored), the
+watcher's log (listed), the local Glue API's run (StartedOn, RunStartedOn, CompletedOn,
+the job's CDCLAB_METRICS phase_seconds) and the silver snapshot's timestamp. The steps
+are defined in bench/freshness_steps.py; docs/performance.md shows the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import freshness_steps as fs  # noqa: E402
+
+from pipeline_contract import settings  # noqa: E402
+from pipeline_contract.settings import PipelineSettings, load_pipeline  # noqa: E402
+
+# changes per transaction of cdclab.workload's mix (WEIGHTS over SCENARIOS: a multi_update
+# is 2-4 updates, insert_delete/update_delete/delete_reinsert are 2 changes)
+CHANGES_PER_TRANSACTION = 1.32
+IDLE_BASE, LOAD_BASE = 1, 100_001  # probe numbers; ids are their negatives
+WORKLOAD_CHILD = (
+    "import json, sys\n"
+    "from cdclab.workload import run_workload\n"
+    "from pipeline_contract.settings import load_pipeline\n"
+    "print(json.dumps(run_workload(sys.argv[1], load_pipeline(), duration=float(sys.argv[2]),"
+    " rate=float(sys.argv[3]))), flush=True)\n"
+)
+
+
+def say(message: str) -> None:
+    print(f"[bench_freshness {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr,
+          flush=True)
+
+
+@dataclass
+class Seen:
+    visible: float  # the scan that found the row had returned
+    snapshot: float | None  # the first snapshot since the last poll that could add it
+
+
+@dataclass
+class SilverPoller:
+    """Reads the silver table's current snapshot every `period` s; on a new one, scans it
+    for the keys awaited. Runs in a thread of its own."""
+
+    load: Callable[[], object]  # () -> pyiceberg Table
+    key: str
+    period: float = 0.1
+    awaited: set[int] = field(default_factory=set)
+    seen: dict[int, Seen] = field(default_factory=dict)
+    errors: int = 0
+    last_error: str = ""
+    polls: int = 0
+
+    def __post_init__(self) -> None:
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._known: set[int] = set()  # snapshot ids already considered
+        self._thread = threading.Thread(target=self._loop, name="silver-poller", daemon=True)
+
+    def start(self) -> None:
+        from pyiceberg.expressions import In
+
+        table = self.load()  # snapshots so far: none of them holds a probe row
+        self._known = {s.snapshot_id for s in table.metadata.snapshots}
+        # one scan first: the first pays for imports (pyarrow's), seconds, not the probes
+        table.scan(row_filter=In(self.key, {-(2**31 - 1)}),
+                   selected_fields=(self.key,)).to_arrow()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def expect(self, key: int) -> None:
+        with self._lock:
+            self.awaited.add(key)
+
+    def waiting(self, keys: set[int]) -> set[int]:
+        with self._lock:
+            return keys - set(self.seen)
+
+    def _loop(self) -> None:
+        from pyiceberg.expressions import In
+
+        while not self._stop.is_set():
+            started = time.time()
+            try:
+                self.polls += 1
+                table = self.load()
+                new = [s for s in table.metadata.snapshots if s.snapshot_id not in self._known]
+                with self._lock:
+                    wanted = self.awaited - set(self.seen)
+                if new and wanted:
+                    current = table.current_snapshot()
+                    rows = table.scan(row_filter=In(self.key, wanted),
+                                      selected_fields=(self.key,),
+                                      snapshot_id=current.snapshot_id).to_arrow()
+                    found = set(rows.column(self.key).to_pylist())
+                    at = time.time()
+                    first = fs.first_snapshot((s.timestamp_ms / 1000, operation(s))
+                                              for s in new)
+                    with self._lock:
+                        for k in found & wanted:
+                            self.seen[k] = Seen(at, first)
+                self._known.update(s.snapshot_id for s in new)
+            except Exception as e:  # a catalog hiccup: say so in the output, poll on
+                self.errors += 1
+                self.last_error = f"{type(e).__name__}: {e}"[:300]
+            self._stop.wait(max(0.0, self.period - (time.time() - started)))
+
+
+def operation(snapshot) -> str:
+    """A pyiceberg snapshot's operation (append, overwrite, delete, replace)."""
+    op = getattr(snapshot.summary, "operation", None)
+    return str(getattr(op, "value", op) or "")
+
+
+@dataclass
+class Probe:
+    number: int
+    committed: float
+
+    @property
+    def key(self) -> int:
+        return -self.number
+
+    @property
+    def marker(self) -> str:
+        return fs.probe_marker(self.number)
+
+
+def commit_probe(dsn: str, p: PipelineSettings, number: int) -> Probe:
+    """One single-row INSERT transaction; its time is the client's once COMMIT returned."""
+    import random
+
+    import psycopg
+
+    from cdclab.sample_data import COLUMNS, host
+    from cdclab.workload import INSERT, Op, execute
+
+    row = dict(zip(COLUMNS, host(random.Random(number), -number), strict=True))
+    row["name"] = fs.probe_marker(number)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        execute(conn, p, [Op(INSERT, -number, row)])
+        return Probe(number, time.time())
+
+
+def bronze_objects_holding(env: Mapping[str, str], p: PipelineSettings,
+                           markers: dict[str, int], since: float) -> dict[int, dict]:
+    """probe number -> {key, stored (Last-Modified), named (its name's time)} of the CDC
+    file holding the probe row, among the objects stored since `since`."""
+    from cdclab.services.minio import s3_client
+    from lambda_shim.watch_logic import name_time
+
+    s3 = s3_client(dict(env))
+    out: dict[int, dict] = {}
+    pages = s3.get_paginator("list_objects_v2").paginate(
+        Bucket=p.lake.bronze_bucket, Prefix=p.watched_prefix + "/")
+    objects = sorted((o for page in pages for o in page.get("Contents", [])
+                      if o["LastModified"].timestamp() >= since), key=lambda o: o["Key"])
+    for obj in objects:
+        key = obj["Key"]
+        if key.endswith(".parquet"):
+            raise SystemExit(f"bench_freshness: {key}: Parquet bronze files are not "
+                             "searched; run with [dms] data_format = \"csv\"")
+        body = s3.get_object(Bucket=p.lake.bronze_bucket, Key=key)["Body"].read()
+        text = (gzip.decompress(body) if key.endswith(".gz") else body).decode(
+            errors="replace")
+        named = name_time(key)
+        for marker, number in markers.items():
+            if number not in out and marker in text:
+                out[number] = {"key": key, "stored": obj["LastModified"].timestamp(),
+                               "named": None if named is None
+                               else named.replace(tzinfo=UTC).timestamp()}
+    return out
+
+
+def glue_runs(env: Mapping[str, str], job: str) -> list[dict]:
+    """Every run as the local Glue API stores it (RunStartedOn and Metrics included:
+    the raw call keeps what boto3 drops)."""
+    from cdclab.services.glue_api import glue_call
+
+    runs: list[dict] = []
+    body: dict = {"JobName": job}
+    while True:
+        page = glue_call(env[settings.ENV_GLUE_ENDPOINT], "GetJobRuns", body, env=env)
+        runs += page.get("JobRuns", [])
+        if not page.get("NextToken"):
+            return runs
+        body = {"JobName": job, "NextToken": page["NextToken"]}
+
+
+def wait_for_runs(env: Mapping[str, str], job: str, snapshots: list[float],
+                  timeout: float) -> list[dict]:
+    """The job's runs, once every run that wrote one of `snapshots` has ended (its
+    phase_seconds come with its end), or after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        runs = glue_runs(env, job)
+        holders = [fs.run_holding(runs, at) for at in snapshots]
+        if all(r is None or "CompletedOn" in r for r in holders) or \
+                time.monotonic() > deadline:
+            return runs
+        time.sleep(1.0)
+
+
+def run_phase(name: str, env: Mapping[str, str], p: PipelineSettings, state: Path,
+              poller: SilverPoller, *, first: int, probes: int, interval: float,
+              settle: float) -> dict:
+    """Commit `probes` probes `interval` apart, wait until silver shows them (at most
+    `settle` s after the last), then read each one's way."""
+    dsn = env[settings.ENV_PG_DSN]
+    since = time.time() - 2
+    done: list[Probe] = []
+    say(f"{name}: {probes} probes, one every {interval}s")
+    start = time.monotonic()
+    for i in range(probes):
+        poller.expect(-(first + i))
+        done.append(commit_probe(dsn, p, first + i))
+        time.sleep(max(0.0, start + (i + 1) * interval - time.monotonic()))
+    keys = {pr.key for pr in done}
+    deadline = time.monotonic() + settle
+    while poller.waiting(keys) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    late = sorted(poller.waiting(keys))
+    say(f"{name}: {len(keys) - len(late)}/{len(keys)} visible; reading their ways")
+
+    files = bronze_objects_holding(env, p, {pr.marker: pr.number for pr in done}, since)
+    log = state / "logs" / "watcher.log"
+    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+    noticed = fs.noticed_times(lines, [f["key"] for f in files.values()])
+    runs = wait_for_runs(env, p.glue_job.name, [s.snapshot for s in poller.seen.values()
+                                                  if s.snapshot is not None and s.snapshot
+                                                  >= since], settle)
+    times: list[fs.ProbeTimes] = []
+    tails: list[float] = []  # silver commit -> CompletedOn: what keeps the next run waiting
+    for pr in done:
+        seen = poller.seen.get(pr.key)
+        if seen is None:
+            continue
+        f = files.get(pr.number, {})
+        run = fs.run_holding(runs, seen.snapshot) if seen.snapshot is not None else None
+        run = run or {}
+        if "CompletedOn" in run and seen.snapshot is not None:
+            tails.append(run["CompletedOn"] - seen.snapshot)
+        times.append(fs.ProbeTimes(
+            committed=pr.committed, visible=seen.visible, named=f.get("named"),
+            stored=f.get("stored"), noticed=noticed.get(f.get("key", "")),
+            requested=run.get("StartedOn"), running=run.get("RunStartedOn"),
+            snapshot=seen.snapshot,
+            phases=(run.get("Metrics") or {}).get("phase_seconds", {})))
+    ours = [r for r in runs if r.get("StartedOn", 0) >= since]
+    return {"probes": len(done), "not_visible": len(late), **fs.summarize(times),
+            "run_after_silver_commit_seconds": fs.spread(tails),
+            "glue_runs": run_figures(ours)}
+
+
+def run_figures(runs: list[dict]) -> dict:
+    """The phase's Glue runs: how many, their time from StartJobRun to the end, and each
+    phase (all of them, those after the silver commit too)."""
+    ended = [r for r in runs if "CompletedOn" in r and "RunStartedOn" in r]
+    phases: dict[str, list[float]] = {}
+    for r in ended:
+        for name, s in ((r.get("Metrics") or {}).get("phase_seconds") or {}).items():
+            phases.setdefault(name, []).append(s)
+    return {"count": len(runs),
+            "states": {s: sum(r["JobRunState"] == s for r in runs)
+                       for s in sorted({r["JobRunState"] for r in runs})},
+            "requested_to_end_seconds": fs.spread([r["CompletedOn"] - r["StartedOn"]
+                                                   for r in ended]),
+            "queued_seconds": fs.spread([r["RunStartedOn"] - r["StartedOn"] for r in ended]),
+            "phase_seconds": {n: fs.spread(v) for n, v in sorted(phases.items())}}
+
+
+def start_workload(dsn: str, rate: float, duration: float) -> subprocess.Popen:
+    """cdclab's workload in a process of its own (its CPU is not the probe's GIL)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), str(ROOT / "spark"), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.Popen(
+        [sys.executable, "-c", WORKLOAD_CHILD, dsn, str(duration),
+         str(rate / CHANGES_PER_TRANSACTION)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def machine_facts() -> dict:
+    pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return {"cpus": os.cpu_count(), "cpus_usable": len(os.sched_getaffinity(0)),
+            "memory_gib": round(pages / 2**30, 1), "load_avg_1_5_15": None,
+            "note": "shared with other sessions' work"}
+
+
+def pipeline_facts(p: PipelineSettings) -> dict:
+    return {"batch_interval_seconds": float(os.environ.get(
+                settings.ENV_BATCH_INTERVAL, p.dms.cdc_max_batch_interval_seconds
+                or settings.LAB_BATCH_INTERVAL_S)),
+            "batch_size_kb": float(os.environ.get(settings.ENV_BATCH_SIZE_KB,
+                                                  p.dms.cdc_min_file_size_kb
+                                                  or settings.LAB_BATCH_SIZE_KB)),
+            "watch_interval_seconds": float(os.environ.get(settings.ENV_WATCH_INTERVAL,
+                                                           "1.0")),
+            "max_concurrent_runs": p.glue_job.max_concurrent_runs}
+
+
+def run(args: argparse.Namespace, state: Path) -> tuple[int, dict]:
+    import psycopg
+
+    from cdclab.drain import current_wal_lsn, wait_for_drain
+    from cdclab.reconcile import reconcile, silver_catalog
+    from cdclab.sample_data import seed
+    from cdclab.setup import setup_lake
+    from cdclab.supervisor import INFRA, PIPELINE, Stack
+    from cdclab.tables_sync import published_specs
+
+    p = load_pipeline()
+    result: dict = {"benchmark": "freshness", "params": vars(args),
+                    "machine": machine_facts(),
+                    "pipeline": pipeline_facts(p)}
+    timings: dict[str, float] = {}
+    stack = Stack(state, pipeline=p, progress=say)
+    poller: SilverPoller | None = None
+    try:
+        t = time.monotonic()
+        stack.up(INFRA)
+        env = stack.env()
+        dsn = env[settings.ENV_PG_DSN]
+        with psycopg.connect(dsn) as conn:
+            seed(conn, p, args.rows)
+        setup_lake(env, p, progress=say)
+        stack.up(PIPELINE)
+        timings["stack_up"] = time.monotonic() - t
+        say("merging the full load into silver")
+        timings["full_load_to_silver"] = wait_for_drain(env, p, current_wal_lsn(dsn),
+                                                        progress=say)
+        spec = published_specs(env, p)[0]
+        _catalog, namespace, table = spec["silver_table"].split(".", 2)
+        catalog = silver_catalog(env)
+        poller = SilverPoller(lambda: catalog.load_table(f"{namespace}.{table}"),
+                              spec["keys"][0], args.poll)
+        poller.start()
+        result["machine"]["load_avg_1_5_15"] = [round(x, 2) for x in os.getloadavg()]
+        common = {"probes": args.probes, "interval": args.interval, "settle": args.settle}
+        result["idle"] = run_phase("idle", env, p, state, poller, first=IDLE_BASE, **common)
+        if args.rate:
+            # the load goes on while the last probes travel (about 15 s under load)
+            duration = args.warmup + args.probes * args.interval + 15
+            worker = start_workload(dsn, args.rate, duration)
+            say(f"load: ~{args.rate:.0f} changes/s for {duration:.0f}s, probes after "
+                f"{args.warmup:.0f}s")
+            time.sleep(args.warmup)
+            load = run_phase("load", env, p, state, poller, first=LOAD_BASE, **common)
+            out, err = worker.communicate(timeout=duration + 120)
+            if worker.returncode != 0:
+                raise SystemExit(f"bench_freshness: the workload failed "
+                                 f"(exit {worker.returncode}): {err.strip()[-1000:]}")
+            report = json.loads(out.strip().splitlines()[-1])
+            changes = sum(report.get(k, 0) for k in ("inserts", "updates", "deletes"))
+            load["workload"] = {**report, "changes_per_second": round(
+                changes / report["seconds"], 1) if report.get("seconds") else None}
+            result["load"] = load
+        result["poller"] = {"polls": poller.polls, "errors": poller.errors,
+                            "last_error": poller.last_error}
+        poller.stop()
+        poller = None
+        if args.reconcile:
+            say("draining, then reconciling silver with source")
+            t = time.monotonic()
+            wait_for_drain(env, p, current_wal_lsn(dsn), progress=say)
+            result["silver_equals_source"] = reconcile(env, p).equal
+            timings["drain_and_reconcile"] = time.monotonic() - t
+    finally:
+        if poller is not None:
+            poller.stop()
+        stack.down()
+    result["timings_seconds"] = {k: round(v, 1) for k, v in timings.items()}
+    equal = result.get("silver_equals_source", True)
+    return (0 if equal else 1), result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--probes", type=int, default=20, help="probe commits per phase")
+    ap.add_argument("--interval", type=float, default=2.0, help="seconds between probes")
+    ap.add_argument("--rate", type=float, default=0.0,
+                    help="changes/s of a background workload for a second phase (0: none)")
+    ap.add_argument("--warmup", type=float, default=10.0,
+                    help="seconds of workload before the loaded phase's first probe")
+    ap.add_argument("--rows", type=int, default=1000, help="rows seeded before the full load")
+    ap.add_argument("--poll", type=float, default=0.1, help="silver poll period, seconds")
+    ap.add_argument("--settle", type=float, default=60.0,
+                    help="seconds after the last probe to wait for it in silver")
+    ap.add_argument("--no-reconcile", dest="reconcile", action="store_false",
+                    help="skip the final silver == source check")
+    ap.add_argument("--markdown", action="store_true",
+                    help="also print docs/performance.md's table (to stderr)")
+    args = ap.parse_args()
+
+    from tests.resources.stack_dirs import temp_state_dir
+
+    with temp_state_dir("bench-freshness") as state:
+        os.environ[settings.ENV_STATE_DIR] = str(state)
+        code, result = run(args, state)
+    print(json.dumps(result, indent=2))
+    if args.markdown:
+        print(fs.markdown_table(result), file=sys.stderr)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

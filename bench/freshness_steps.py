@@ -1,0 +1,196 @@
+"""Pure parts of bench_freshness: one probe's commit -> visible time cut into its steps,
+percentiles over probes, and the readers of what the services already record (watcher log
+lines, Glue runs, CDC file names). No I/O: tests/unit/test_freshness_steps.py.
+
+The steps, in the order a change goes through them:
+
+    emitter_batch    source COMMIT -> the emitter cuts the batch (the CDC file's name time)
+    upload           -> the object is stored in bronze (its Last-Modified)
+    notice           -> the watcher's listing finds it (watcher log)
+    trigger          -> StartJobRun of the run that merged it (the Lambda's gate check, and
+                        its retries while a run is going: MaxConcurrentRuns)
+    run_queue        -> that run is RUNNING (the local runner picked it up: RunStartedOn)
+    job_setup        -> the job's first phase (script, GlueContext, job.init, the bookmark's
+                        listing of bronze); what the run spent before its phases
+    ensure_tables, read, dedup, merge_commit
+                     the job's own phases (CDCLAB_METRICS phase_seconds); merge_commit ends
+                        at the silver snapshot (Iceberg commit through the REST catalog)
+    catalog_refresh  silver snapshot -> a pyiceberg reader polling the catalog has read
+                        the row
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+CHAIN = ("emitter_batch", "upload", "notice", "trigger", "run_queue")
+JOB_PHASES = ("ensure_tables", "read", "dedup", "merge_commit")
+STEPS = (*CHAIN, "job_setup", *JOB_PHASES, "catalog_refresh")
+# the job's phase names (jobs/bronze_to_silver.py Phases.done) -> steps; phases after the
+# silver commit (merge tombstones, compact) are not on the way to a silver row
+PHASE_STEPS = {"ensure tables": "ensure_tables", "read and validate": "read",
+               "quarantine": "read", "dedup and classify": "dedup",
+               "merge into silver": "merge_commit"}
+TIMESTAMP_NAMES = ("named", "stored", "noticed", "requested", "running", "snapshot")
+
+
+@dataclass(frozen=True)
+class ProbeTimes:
+    """Epoch seconds of one probe row's way; None where nothing recorded it."""
+
+    committed: float  # the probe's client right after COMMIT returned
+    visible: float  # the poller had read the row from silver
+    named: float | None = None  # the CDC file's name time (emitter cut the batch)
+    stored: float | None = None  # the object's Last-Modified in bronze
+    noticed: float | None = None  # the watcher listed it
+    requested: float | None = None  # StartedOn of the run that merged it
+    running: float | None = None  # RunStartedOn of that run
+    snapshot: float | None = None  # the silver snapshot that made it visible
+    phases: Mapping[str, float] = field(default_factory=dict)  # that run's phase_seconds
+
+    def missing(self) -> list[str]:
+        return [n for n in TIMESTAMP_NAMES if getattr(self, n) is None]
+
+
+def job_phases(phase_seconds: Mapping[str, float]) -> dict[str, float]:
+    """The run's phase_seconds as steps (phases after the silver commit left out)."""
+    out = dict.fromkeys(JOB_PHASES, 0.0)
+    for name, seconds in phase_seconds.items():
+        step = PHASE_STEPS.get(name)
+        if step is not None:
+            out[step] += max(0.0, float(seconds))
+    return out
+
+
+def breakdown(t: ProbeTimes) -> dict[str, float]:
+    """Seconds per step (STEPS); they add up to visible - committed. A missing timestamp
+    or one out of order (a run already going when the file landed) makes its step 0 and
+    leaves the time to the next step. The run's time up to the snapshot goes to its
+    phases from the last one back; what is left is job_setup (a run that started before
+    the file landed spent its earlier part on other work)."""
+    if t.visible < t.committed:
+        raise ValueError(f"probe visible at {t.visible} before its commit at {t.committed}")
+    end = t.visible if t.snapshot is None else min(max(t.snapshot, t.committed), t.visible)
+    steps: dict[str, float] = {}
+    at = t.committed
+    for name, when in zip(CHAIN, (t.named, t.stored, t.noticed, t.requested, t.running),
+                          strict=True):
+        nxt = at if when is None else min(max(when, at), end)
+        steps[name] = nxt - at
+        at = nxt
+    left = end - at
+    phases = job_phases(t.phases)
+    for name in reversed(JOB_PHASES):
+        steps[name] = min(phases[name], left)
+        left -= steps[name]
+    steps["job_setup"] = left
+    steps["catalog_refresh"] = t.visible - end
+    return {name: steps[name] for name in STEPS}
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th quantile (0..1), linear between closest ranks (numpy's default)."""
+    if not values:
+        raise ValueError("percentile of no values")
+    if not 0.0 <= q <= 1.0:
+        raise ValueError(f"quantile {q}: expected 0..1")
+    s = sorted(values)
+    pos = q * (len(s) - 1)
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def spread(values: Sequence[float]) -> dict:
+    """count, min, p50, p90, max (rounded to ms); count 0 alone for no values."""
+    if not values:
+        return {"count": 0}
+    return {"count": len(values), "min": round(min(values), 3),
+            "p50": round(percentile(values, 0.5), 3),
+            "p90": round(percentile(values, 0.9), 3), "max": round(max(values), 3)}
+
+
+def summarize(probes: Iterable[ProbeTimes]) -> dict:
+    """commit -> visible and each step over the probes, and which timestamps were missing."""
+    probes = list(probes)
+    rows = [breakdown(p) for p in probes]
+    missing: dict[str, int] = {}
+    for p in probes:
+        for name in p.missing():
+            missing[name] = missing.get(name, 0) + 1
+    return {"commit_to_visible_seconds": spread([p.visible - p.committed for p in probes]),
+            "steps_seconds": {s: spread([r[s] for r in rows]) for s in STEPS},
+            "missing_timestamps": missing}
+
+
+# --- readers of what the services record ------------------------------------------------
+_LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) (\S+) (.*)$")
+WATCHER_LOGGER = "lambda_shim.watcher"
+NEW_OBJECTS = " new object(s): "
+
+
+def log_time(stamp: str, millis: str) -> float:
+    """logging's asctime (local time) as epoch seconds."""
+    return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").timestamp() + int(millis) / 1000
+
+
+def noticed_times(lines: Iterable[str], keys: Iterable[str]) -> dict[str, float]:
+    """When the watcher first listed each key: its "N new object(s): [...]" line (the
+    watcher shows the first 10 keys of a listing; a key beyond them is not found)."""
+    wanted = set(keys)
+    found: dict[str, float] = {}
+    for line in lines:
+        m = _LOG_LINE.match(line)
+        if m is None or m.group(3) != WATCHER_LOGGER or NEW_OBJECTS not in m.group(4):
+            continue
+        for key in [k for k in wanted if repr(k) in m.group(4)]:
+            found[key] = log_time(m.group(1), m.group(2))
+            wanted.discard(key)
+    return found
+
+
+def run_holding(runs: Iterable[Mapping], moment: float, slack: float = 0.5) -> dict | None:
+    """The run that was going at `moment` (a silver snapshot's time): RunStartedOn <=
+    moment <= CompletedOn, the latest started if several were; else one within `slack`
+    of its bounds (the snapshot's and the API's clocks are read at different points)."""
+    for margin in (0.0, slack):
+        going = [r for r in runs if "RunStartedOn" in r and r["RunStartedOn"] - margin
+                 <= moment <= r.get("CompletedOn", math.inf) + margin]
+        if going:
+            return dict(max(going, key=lambda r: r["RunStartedOn"]))
+    return None
+
+
+def first_snapshot(snapshots: Iterable[tuple[float, str]]) -> float | None:
+    """Of the snapshots new since the last poll ((epoch seconds, operation)), the time of
+    the first that could add the row (a compaction's `replace` cannot)."""
+    times = [ts for ts, op in snapshots if op != "replace"]
+    return min(times) if times else None
+
+
+def probe_marker(n: int) -> str:
+    """The probe row's name: unique text to find in a bronze file (no delimiter, quote)."""
+    if n < 0:
+        raise ValueError(f"probe number {n}: expected >= 0")
+    return f"freshness-probe-{n:06d}x"
+
+
+def markdown_table(result: Mapping) -> str:
+    """bench_freshness's JSON as docs/performance.md's table: p50 / p90 seconds of each
+    step and of commit -> visible, a column per phase measured (idle, load)."""
+    phases = [name for name in ("idle", "load") if name in result]
+    head = "| step | " + " | ".join(f"{n} p50 / p90 (s)" for n in phases) + " |"
+    rows = [head, "|---|" + "---|" * len(phases)]
+
+    def cell(s: Mapping) -> str:
+        return f"{s['p50']:.2f} / {s['p90']:.2f}" if s.get("count") else "–"
+
+    for step in STEPS:
+        rows.append(f"| {step} | " + " | ".join(
+            cell(result[n]["steps_seconds"][step]) for n in phases) + " |")
+    rows.append("| **commit → visible** | " + " | ".join(
+        f"**{cell(result[n]['commit_to_visible_seconds'])}**" for n in phases) + " |")
+    return "\n".join(rows)
