@@ -47,8 +47,8 @@ def chosen_backend(option: str | None, environ: Mapping[str, str]) -> str:
     return chosen
 
 
-def docker_problem() -> str | None:
-    """None when a Docker engine answers and the cdclab image is there, else why not."""
+def docker_problem(image: str = IMAGE) -> str | None:
+    """None when a Docker engine answers and the cdclab `image` is there, else why not."""
     try:
         import docker
     except ImportError:
@@ -59,9 +59,9 @@ def docker_problem() -> str | None:
     except Exception as exc:  # any failure means: no usable engine
         return f"no Docker engine answers ({type(exc).__name__}: {exc})"
     try:
-        client.images.get(IMAGE)
+        client.images.get(image)
     except Exception:
-        return (f"the image {IMAGE} is not built: run `make docker-build` in a cdclab checkout "
+        return (f"the image {image} is not built: run `make docker-build` in a cdclab checkout "
                 "(or `docker compose build` beside its docker-compose.yml)")
     return None
 

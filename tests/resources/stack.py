@@ -15,59 +15,36 @@ from pathlib import Path
 
 import pytest
 
+from cdclab.private_stack import (
+    CONTAINERS,
+    EMBEDDED,
+    PrivateStackError,
+    chosen_backend,
+    docker_problem,
+)
 from cdclab.services.base import pid_alive
 from cdclab.supervisor import INFRA, PIPELINE, Stack
 from pipeline_contract import settings
 from pipeline_contract.settings import load_pipeline
 from tests.resources.stack_dirs import temp_state_dir
 
-EMBEDDED = "embedded"
-CONTAINERS = "containers"
-
 
 def backend() -> str:
     return os.environ.get(settings.ENV_BACKEND, EMBEDDED)
 
 
-def docker_engine_problem() -> str | None:
-    """None when a Docker engine answers, else why not."""
-    try:
-        import docker
-
-        docker.from_env(timeout=3).ping()
-    except Exception as exc:  # any failure means: no usable engine
-        return f"{type(exc).__name__}: {exc}"
-    return None
-
-
-def image_problem() -> str | None:
-    """None when the cdclab image is built, else what to do."""
-    import docker
-
-    from tests.resources.launch import IMAGE
-
-    try:
-        docker.from_env(timeout=10).images.get(IMAGE)
-    except Exception:
-        return f"the image {IMAGE} is not built: run `make docker-build`"
-    return None
-
-
 def pytest_sessionstart(session: pytest.Session) -> None:
-    chosen = backend()
-    if chosen not in (EMBEDDED, CONTAINERS):
-        pytest.exit(f"{settings.ENV_BACKEND}={chosen!r}: use 'embedded' or 'containers'", 2)
+    try:
+        chosen = chosen_backend(None, os.environ)
+    except PrivateStackError as error:
+        pytest.exit(str(error), 2)
     if chosen == CONTAINERS:
-        problem = docker_engine_problem()
+        from tests.resources.launch import IMAGE
+
+        problem = docker_problem(IMAGE)
         if problem:
-            pytest.exit(
-                f"{settings.ENV_BACKEND}=containers, but no Docker engine answers ({problem}). "
-                "Start Docker, or run with CDCLAB_BACKEND=embedded. Nothing was run.",
-                returncode=3,
-            )
-        missing = image_problem()
-        if missing:
-            pytest.exit(f"{settings.ENV_BACKEND}=containers: {missing}. Nothing was run.",
+            pytest.exit(f"{settings.ENV_BACKEND}=containers, but {problem}. Start Docker (and "
+                        "build the image), or run with CDCLAB_BACKEND=embedded. Nothing was run.",
                         returncode=3)
 
 
