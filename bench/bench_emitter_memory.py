@@ -30,9 +30,9 @@ from cdclab import credentials  # noqa: E402
 from cdclab.drain import current_wal_lsn, slot_confirmed_lsn  # noqa: E402
 from cdclab.sample_data import seed  # noqa: E402
 from cdclab.services.base import StackContext, start_service  # noqa: E402
-from cdclab.services.emitter import EmitterService  # noqa: E402
 from cdclab.services.minio import MinioService, s3_client  # noqa: E402
 from cdclab.services.postgres import PostgresService  # noqa: E402
+from dms_emitter.launcher import EmitterService  # noqa: E402
 from pipeline_contract import settings  # noqa: E402
 from tests.resources.stack_dirs import temp_state_dir  # noqa: E402
 

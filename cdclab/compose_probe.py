@@ -122,7 +122,7 @@ def service_credentials(service, creds: dict[str, str]) -> dict[str, str]:
     """What one service's container gets: its own MinIO user's pair as AWS_* (the root
     pair only where its set-up needs it), the secrets its process and set-up use, and,
     for the Glue API, its clients' keys."""
-    from cdclab.services.glue_api import accepted_clients
+    from glue_local.launcher import accepted_clients
     from glue_local.server import ENV_GLUE_CLIENTS
 
     allowed = service.secrets | service.setup_secrets

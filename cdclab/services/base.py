@@ -1,8 +1,11 @@
-"""What a supervised service is: a program, its environment, and a health check.
+"""Running a service: start its process with a scrubbed environment and its log, wait
+until it is healthy, stop it.
 
-Each box of the diagram is one `Service`. The embedded supervisor starts them as local
-processes; docker compose runs the same `entrypoint()` inside containers. Test resources
-start single services with the same code and return the settings to reach them.
+What a service is (Service, ProcessSpec, StackContext, the registry's records) is
+pipeline_contract.service_kit, below the boxes that launch themselves; it is re-exported
+here for the conductor's modules. The embedded supervisor starts services as local
+processes; docker compose runs the same service inside containers (`cdclab serve`). Test
+resources start single services with the same code and return the settings to reach them.
 """
 
 from __future__ import annotations
@@ -12,35 +15,30 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from cdclab.services import registry
 from pipeline_contract.listen import ENV_BIND_HOST, LOOPBACK, bind_host  # noqa: F401
-from pipeline_contract.minio_users import ENV_MINIO_USERS
-from pipeline_contract.settings import (
-    ENV_ACCESS_KEY,
-    ENV_CATALOG_TOKEN,
-    ENV_PG_DSN,
-    ENV_SECRET_KEY,
-    PipelineSettings,
+from pipeline_contract.minio_users import ENV_MINIO_USERS  # noqa: F401
+from pipeline_contract.service_kit import (  # noqa: F401 - the interface, for the conductor
+    ENV_GLUE_CLIENTS,
+    ENV_JUPYTER_TOKEN,
+    ENV_PG_PASSWORD,
+    ROOT_KEYS,
+    SECRET_ENV,
+    SERVER_OS_USER,
+    ProcessSpec,
+    Service,
+    ServiceError,
+    StackContext,
+    pid_alive,
+    private_dir,
+    python_module,
 )
-
-ENV_PG_PASSWORD = "CDCLAB_PG_PASSWORD"  # cdclab.credentials
-ENV_JUPYTER_TOKEN = "JUPYTER_TOKEN"  # read by Jupyter Server itself
-ENV_GLUE_CLIENTS = "CDCLAB_GLUE_API_CLIENTS"  # glue_local.server: who may call it
-# Every variable that carries a secret of the stack: the MinIO root pair (as AWS_*: a
-# service's own MinIO user's pair replaces it in process()), the PostgreSQL password (also
-# inside CDCLAB_PG_DSN), Jupyter's and the catalog's tokens, the users' and the Glue API
-# clients' key lists. A process sees only those its service names in `secrets`.
-SECRET_ENV = frozenset({ENV_ACCESS_KEY, ENV_SECRET_KEY, ENV_PG_PASSWORD, ENV_JUPYTER_TOKEN,
-                        ENV_MINIO_USERS, ENV_CATALOG_TOKEN, ENV_GLUE_CLIENTS})
-ROOT_KEYS = frozenset({ENV_ACCESS_KEY, ENV_SECRET_KEY})  # the MinIO root pair
+from pipeline_contract.settings import ENV_PG_DSN
 
 
 def without_userinfo(dsn: str) -> str:
@@ -61,34 +59,6 @@ def scrub(env: dict[str, str], allowed: frozenset[str]) -> dict[str, str]:
 # What services create is their OS user's only: data, state, logs (MinIO's data held each
 # user's secret in a world-readable file).
 SERVICE_UMASK = 0o077
-# As root, PostgreSQL runs as this unprivileged user (it refuses root), which must pass
-# through the state dir and its own service dir to reach its data: those two are 0710 with
-# its group; everything else is 0700. Another local user reaches nothing.
-SERVER_OS_USER = "cdclab"
-
-
-def private_dir(path: Path, *, traversed_by_server: bool = False) -> Path:
-    """Create (or tighten) a directory only its owner uses; as root, one the server's OS
-    user passes through (search, not list) when `traversed_by_server`."""
-    import grp
-
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    mode = 0o700
-    if traversed_by_server and os.geteuid() == 0:
-        try:
-            gid = grp.getgrnam(SERVER_OS_USER).gr_gid
-        except KeyError:  # not created yet: the PostgreSQL service does, then calls again
-            gid = None
-        if gid is not None:
-            os.chown(path, -1, gid)
-            mode = 0o710
-    if (path.stat().st_mode & 0o777) != mode:
-        path.chmod(mode)
-    return path
-
-
-class ServiceError(RuntimeError):
-    """A service could not be prepared or started; the message says what to do."""
 
 
 def free_port() -> int:
@@ -114,101 +84,6 @@ def port_answers(port: int, host: str = LOOPBACK, timeout: float = 0.5) -> bool:
             return True
     except OSError:
         return False
-
-
-@dataclass
-class StackContext:
-    """Where a stack lives and how its parts reach each other."""
-
-    state_dir: Path
-    ports: dict[str, int] = field(default_factory=dict)
-    # The shared environment: every configuration key of pipeline_contract.settings, credentials.
-    env: dict[str, str] = field(default_factory=dict)
-    # pipeline.toml as the entry point that built the stack read it (once)
-    pipeline: PipelineSettings = field(kw_only=True)
-
-    def service_dir(self, name: str) -> Path:
-        """The service's own directory: its owner's only (private_dir)."""
-        return private_dir(self.state_dir / name, traversed_by_server=name == "postgres")
-
-    def scratch_dir(self, name: str) -> Path:
-        """A service's temp dir (TMPDIR), emptied at each start: a killed process never
-        removes its temp files (a JVM's native libraries, Spark's copies of its jars:
-        ~380 MB a start), so without this every crash left them in /tmp for good."""
-        return self.state_dir / "tmp" / name
-
-    def log_path(self, name: str) -> Path:
-        return private_dir(self.state_dir / "logs") / f"{name}.log"
-
-
-@dataclass
-class ProcessSpec:
-    argv: list[str]
-    env: dict[str, str] = field(default_factory=dict)  # on top of the stack env
-    cwd: Path | None = None
-    user: str | None = None  # run as this OS user (PostgreSQL when we are root)
-
-
-class Service(ABC):
-    """One supervised program."""
-
-    name: str = ""
-    depends_on: tuple[str, ...] = ()  # services it cannot become healthy without
-    # The secrets (SECRET_ENV) its process may see, and those its set-up and health checks
-    # use (a container's `cdclab serve` keeps only both); every other one is removed. Its
-    # own MinIO user's pair is not among them: process() sets it as AWS_*.
-    secrets: frozenset[str] = frozenset()
-    setup_secrets: frozenset[str] = frozenset()
-    scratch: bool = False  # its temp files go to ctx.scratch_dir, emptied at each start
-
-    @classmethod
-    def from_environ(cls, environ: Mapping[str, str]) -> Service:
-        """The service as `environ` configures it (container_env's keys: a container
-        runs the very service a test asked for)."""
-        return cls()
-
-    @property
-    def port_names(self) -> tuple[str, ...]:
-        """The ports it needs allocated in ctx.ports (cdclab.services.registry)."""
-        info = registry.BY_NAME.get(self.name)
-        return tuple(p.name for p in info.ports) if info else ()
-
-    def prepare(self, ctx: StackContext) -> None:
-        """One-time, idempotent set-up before the first start (dirs, initdb...)."""
-        self.publish(ctx)
-
-    def publish(self, ctx: StackContext) -> None:  # noqa: B027 - optional hook
-        """Put the keys other programs reach this service by into ctx.env (no I/O): run
-        by prepare(), and by whoever starts the service elsewhere (a container)."""
-
-    def container_env(self) -> dict[str, str]:
-        """The environment that makes `cdclab serve <name>` build this very service
-        (its constructor's options), for running it in a container."""
-        return {}
-
-    @abstractmethod
-    def process(self, ctx: StackContext) -> ProcessSpec:
-        """The command line: the same module/program compose runs."""
-
-    @abstractmethod
-    def healthy(self, ctx: StackContext) -> bool:
-        """True once the service answers requests."""
-
-    def after_start(self, ctx: StackContext) -> None:  # noqa: B027 - optional hook
-        """Idempotent set-up that needs the service up (buckets, tables...)."""
-
-    def address(self, ctx: StackContext) -> str:
-        """Human-readable address for `cdclab status`."""
-        port = ctx.ports.get(self.port_names[0]) if self.port_names else None
-        return f"{LOOPBACK}:{port}" if port else "-"
-
-    def startup_timeout(self) -> float:
-        return 60.0
-
-
-def python_module(module: str, *args: str) -> list[str]:
-    """argv running one of our modules with this interpreter (same entry point in compose)."""
-    return [sys.executable, "-m", module, *args]
 
 
 def wait_until(
@@ -307,27 +182,6 @@ def stop_pid(pid: int, timeout: float = 20.0) -> None:
             if not pid_alive(pid):
                 return
             time.sleep(0.1)
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        waited, _ = os.waitpid(pid, os.WNOHANG)
-        if waited == pid:
-            return False
-    except ChildProcessError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # a zombie of someone else's still counts as gone
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] != "Z"
-    except OSError:
-        return False
 
 
 @dataclass

@@ -25,6 +25,10 @@ from cdclab.services.base import (
     bind_host,
 )
 from pipeline_contract import minio_users, resources, settings
+from pipeline_contract.service_kit import INFRA, Port, ServiceInfo
+
+SERVICE = ServiceInfo("iceberg-rest", "cdclab.services.iceberg_rest:IcebergRestService",
+                      INFRA, (Port("iceberg-rest", 8181),))
 
 LAUNCHER_SOURCE = resources.resource("iceberg_rest", "LoopbackRESTCatalogServer.java")
 LAUNCHER_CLASS = "org.apache.iceberg.rest.LoopbackRESTCatalogServer"
@@ -86,7 +90,7 @@ def compiled_launcher() -> Path:
 
 
 class IcebergRestService(Service):
-    name = "iceberg-rest"
+    info = SERVICE
     # its own MinIO user's keys and the token it checks come from process(); its health
     # check asks with the token
     setup_secrets = frozenset({settings.ENV_CATALOG_TOKEN})

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import urllib.request
 
-import boto3
-from botocore.config import Config
-
 from cdclab.services.base import (
     ENV_MINIO_USERS,
     LOOPBACK,
@@ -19,11 +16,18 @@ from cdclab.services.base import (
     private_dir,
 )
 from pipeline_contract import minio_users, settings
+from pipeline_contract.service_kit import INFRA, Port, ServiceInfo
+
+SERVICE = ServiceInfo("minio", "cdclab.services.minio:MinioService", INFRA,
+                      (Port("minio", 9000), Port("minio-console", 9001)))
 
 
 def s3_client(env: dict[str, str], timeout: float | None = None):
     """A boto3 S3 client for the stack's MinIO (path-style, as MinIO wants); `timeout`
     bounds connecting and reading, for callers that must answer fast (status)."""
+    import boto3  # here: the registry imports this module, containers' health checks it
+    from botocore.config import Config
+
     limits = {} if timeout is None else {"connect_timeout": timeout, "read_timeout": timeout}
     return boto3.client(
         "s3",
@@ -37,7 +41,7 @@ def s3_client(env: dict[str, str], timeout: float | None = None):
 
 
 class MinioService(Service):
-    name = "minio"
+    info = SERVICE
     # the server gets the root pair as MINIO_ROOT_* (process()); its set-up makes the
     # buckets and every service's user with it
     setup_secrets = ROOT_KEYS | {ENV_MINIO_USERS}

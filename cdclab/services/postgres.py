@@ -23,6 +23,10 @@ from cdclab.services.base import (
     private_dir,
 )
 from pipeline_contract import resources, settings
+from pipeline_contract.service_kit import INFRA, Port, ServiceInfo
+
+SERVICE = ServiceInfo("postgres", "cdclab.services.postgres:PostgresService", INFRA,
+                      (Port("postgres", 5432),))
 
 PG_USER_ENV = "CDCLAB_PG_USER"
 PG_PASSWORD_ENV = "CDCLAB_PG_PASSWORD"
@@ -98,7 +102,7 @@ def dsn(user: str, password: str, port: int, database: str) -> str:
 
 
 class PostgresService(Service):
-    name = "postgres"
+    info = SERVICE
     # the server needs none; its set-up (initdb, the database) and health check log in
     setup_secrets = frozenset({ENV_PG_PASSWORD})
 

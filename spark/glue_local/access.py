@@ -1,6 +1,6 @@
 """Who may call which operation of the local Glue API: each client what its AWS role may.
 
-The API knows its clients by their SigV4 access keys (cdclab/services/glue_api.py's
+The API knows its clients by their SigV4 access keys (glue_local/launcher.py's
 accepted_clients): `admin` (the stack's root keys: the CLI, notebooks, tests) may call
 everything, as the account's administrator does on AWS. The others get exactly the glue:*
 actions of their role's policy in deploy/iam.py — the Lambda role for `watcher`, the Glue

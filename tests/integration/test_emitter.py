@@ -14,10 +14,10 @@ import pytest
 
 from cdclab.sample_data import seed
 from cdclab.services.base import StackContext
-from cdclab.services.emitter import EmitterService
 from cdclab.workload import run_workload
 from dms_emitter.dms_csv import parse_dms_csv
 from dms_emitter.emitter import Emitter, EmitterConfig
+from dms_emitter.launcher import EmitterService
 from dms_emitter.sink import S3Sink, bronze_sink
 from pipeline_contract import settings
 from pipeline_contract.settings import load_pipeline

@@ -11,12 +11,8 @@ import pytest
 
 from cdclab import credentials
 from cdclab.services.base import StackContext
-from cdclab.services.glue_api import (
-    GlueApiService,
-    job_run_metrics,
-    pipeline_job_definition,
-    register_job,
-)
+from cdclab.services.glue_api import job_run_metrics, pipeline_job_definition, register_job
+from glue_local.launcher import GlueApiService
 from pipeline_contract import settings
 from pipeline_contract.settings import load_pipeline
 from tests.resources.launch import launch
@@ -128,7 +124,7 @@ def test_the_aws_profile_answers_only_the_stack_keys_and_keeps_the_aws_identity(
 
 def test_the_aws_profile_refuses_to_start_without_the_stack_keys(tmp_path: Path) -> None:
     from cdclab.services.base import ServiceError
-    from cdclab.services.glue_api import checked_clients
+    from glue_local.launcher import checked_clients
 
     with pytest.raises(ServiceError, match=settings.ENV_GLUE_CLIENTS_FILE):
         checked_clients({settings.ENV_PROFILE: settings.PROFILE_AWS,

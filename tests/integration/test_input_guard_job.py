@@ -17,8 +17,9 @@ import boto3
 import pytest
 
 from cdclab.services.base import StackContext
-from cdclab.services.glue_api import GlueApiService, job_run_metrics, register_job
+from cdclab.services.glue_api import job_run_metrics, register_job
 from cdclab.tables_sync import publish
+from glue_local.launcher import GlueApiService
 from pipeline_contract import settings
 from pipeline_contract.settings import load_pipeline
 from tests.integration.test_job import dms_csv, run_job

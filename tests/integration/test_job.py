@@ -14,8 +14,9 @@ import pytest
 
 from cdclab.merge_model import Change, Row, apply_batch, apply_in_order, make_change_seq
 from cdclab.services.base import StackContext
-from cdclab.services.glue_api import GlueApiService, job_run_metrics, register_job
+from cdclab.services.glue_api import job_run_metrics, register_job
 from cdclab.tables_sync import publish
+from glue_local.launcher import GlueApiService
 from pipeline_contract import settings
 from pipeline_contract.settings import load_pipeline
 from tests.resources.launch import launch

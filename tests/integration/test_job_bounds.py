@@ -16,8 +16,9 @@ import pytest
 
 from cdclab.merge_model import Change, make_change_seq
 from cdclab.services.base import StackContext
-from cdclab.services.glue_api import GlueApiService, register_job
+from cdclab.services.glue_api import register_job
 from cdclab.tables_sync import publish
+from glue_local.launcher import GlueApiService
 from pipeline_contract import settings
 from pipeline_contract.settings import load_pipeline
 from tests.integration.test_job import dms_csv, run_job

@@ -16,9 +16,10 @@ import pytest
 
 from cdclab.merge_model import Change, apply_batch
 from cdclab.services.base import StackContext
-from cdclab.services.glue_api import GlueApiService, pipeline_job_definition, register_job
+from cdclab.services.glue_api import pipeline_job_definition, register_job
 from cdclab.tables_sync import publish
 from glue_local import glue_runtimes
+from glue_local.launcher import GlueApiService
 from pipeline_contract import settings
 from pipeline_contract.settings import load_pipeline
 from tests.integration.test_job import T0, Tables, ch, dms_csv, run_job

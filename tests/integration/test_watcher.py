@@ -14,8 +14,8 @@ import boto3
 import pytest
 
 from cdclab.services.base import StackContext
-from cdclab.services.glue_api import GlueApiService
-from cdclab.services.watcher import WATCHER_STATE, WatcherService
+from glue_local.launcher import GlueApiService
+from lambda_shim.launcher import WATCHER_STATE, WatcherService
 from pipeline_contract import settings
 from pipeline_contract.settings import load_pipeline
 from tests.resources.launch import launch

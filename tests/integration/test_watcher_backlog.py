@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from cdclab.services.base import StackContext
-from cdclab.services.glue_api import GlueApiService
-from cdclab.services.watcher import WatcherService
+from glue_local.launcher import GlueApiService
+from lambda_shim.launcher import WatcherService
 from pipeline_contract import settings
 from pipeline_contract.settings import load_pipeline
 from tests.integration.test_watcher import (

@@ -64,6 +64,27 @@ def test_no_two_way_tie_between_packages(graph) -> None:
     assert arrows.summary(graph)["two_way_ties"] == []
 
 
+def test_each_box_launches_itself_on_the_ground_only(graph) -> None:
+    """A box's launcher and registry record sit beside its code (`<box>.launcher`), on the
+    service interface of the ground (pipeline_contract.service_kit); the infrastructure
+    the boxes run on (PostgreSQL, MinIO, the catalog) is the conductor's."""
+    from cdclab.services import registry
+
+    launchers = {s.name: s.launcher.partition(":")[0] for s in registry.SERVICES}
+    assert {n: launchers[n] for n in ("emitter", "watcher", "glue")} == {
+        "emitter": "dms_emitter.launcher", "watcher": "lambda_shim.launcher",
+        "glue": "glue_local.launcher"}
+    for name, module in launchers.items():
+        top = module.split(".")[0]
+        assert (top in BOXES and module == f"{top}.launcher"
+                or module.startswith(f"{CONDUCTOR}.services.")), (name, module)
+    for info in registry.SERVICES:  # the record is the one its launcher declares
+        assert info.launcher_class().info is info, info.name
+    in_boxes = {m for m in launchers.values() if m.split(".")[0] in BOXES}
+    assert [f"{e.source} imports {e.target}" for e in graph.edges if e.source in in_boxes
+            and e.target.split(".")[0] not in (GROUND, e.source.split(".")[0])] == []
+
+
 @pytest.mark.parametrize("path", DEPLOYED)
 def test_what_ships_to_aws_imports_nothing_of_the_project(path: str) -> None:
     import ast

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from cdclab import credentials
 from cdclab.services.base import ProcessSpec, Service, StackContext, start_process
-from cdclab.services.emitter import EmitterService
-from cdclab.services.glue_api import GlueApiService
-from cdclab.services.watcher import WatcherService
+from dms_emitter.launcher import EmitterService
+from glue_local.launcher import GlueApiService
+from lambda_shim.launcher import WatcherService
 from pipeline_contract import minio_users, settings
 from pipeline_contract.settings import load_pipeline
 

@@ -8,9 +8,9 @@ import sys
 
 from cdclab import credentials
 from cdclab.services.base import ProcessSpec, Service, StackContext, start_process
-from cdclab.services.emitter import EmitterService
-from cdclab.services.glue_api import GlueApiService
 from cdclab.services.iceberg_rest import IcebergRestService
+from dms_emitter.launcher import EmitterService
+from glue_local.launcher import GlueApiService
 from pipeline_contract.settings import load_pipeline
 
 

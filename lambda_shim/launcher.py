@@ -1,4 +1,6 @@
-"""The Lambda stand-in (`python -m lambda_shim`) as a Service."""
+"""The Lambda stand-in's watcher (`python -m lambda_shim`) as a supervised service: its
+registry record and launcher. Not shipped to AWS (deploy zips lambda_function.py and the
+modules it imports)."""
 
 from __future__ import annotations
 
@@ -6,16 +8,25 @@ import json
 import time
 from collections.abc import Mapping
 
-from cdclab.services.base import ProcessSpec, Service, StackContext, python_module
 from pipeline_contract import minio_users, settings
+from pipeline_contract.service_kit import (
+    PIPELINE,
+    ProcessSpec,
+    Service,
+    ServiceInfo,
+    StackContext,
+    python_module,
+)
 
 ENV_FULL_SCAN = "CDCLAB_WATCH_FULL_SCAN_SECONDS"  # the watcher's full listing period
 ENV_SWEEP = "CDCLAB_WATCH_SWEEP_SECONDS"  # its backlog sweep period (EventBridge schedule)
 WATCHER_STATE = ("watcher", "state.json")  # lambda_shim.watcher.state_path
+SERVICE = ServiceInfo("watcher", "lambda_shim.launcher:WatcherService", PIPELINE,
+                      state_file="/".join(WATCHER_STATE))
 
 
 class WatcherService(Service):
-    name = "watcher"
+    info = SERVICE
     depends_on = ("minio", "glue")
 
     def __init__(self, interval: float | None = None,

@@ -1,27 +1,35 @@
-"""The DMS-format CDC emitter as a supervised service (python -m dms_emitter)."""
+"""The DMS-format CDC emitter as a supervised service (python -m dms_emitter): its
+registry record and launcher. The registry imports this module, and containers' health
+checks the registry: the emitter itself (psycopg, pyarrow) is imported only to check it."""
 
 from __future__ import annotations
 
-from cdclab.services.base import (
+from pipeline_contract import minio_users, settings
+from pipeline_contract.service_kit import (
     ENV_PG_PASSWORD,
+    PIPELINE,
     ProcessSpec,
     Service,
+    ServiceInfo,
     StackContext,
     pid_alive,
     python_module,
 )
-from dms_emitter.emitter import HEALTHY_PHASES, read_state
-from pipeline_contract import minio_users, settings
+
+SERVICE = ServiceInfo("emitter", "dms_emitter.launcher:EmitterService", PIPELINE,
+                      state_file="emitter/state.json")
 
 
 def emitter_healthy(state: dict) -> bool:
+    from dms_emitter.emitter import HEALTHY_PHASES
+
     pid = state.get("pid")
     return (state.get("phase") in HEALTHY_PHASES and not state.get("resync_needed")
             and isinstance(pid, int) and pid_alive(pid))
 
 
 class EmitterService(Service):
-    name = "emitter"
+    info = SERVICE
     secrets = frozenset({ENV_PG_PASSWORD})  # it logs in to the source (CDCLAB_PG_DSN)
     depends_on = ("postgres", "minio")
 
@@ -34,6 +42,8 @@ class EmitterService(Service):
         """Streaming: the full load is in the bucket and CDC is running (or, for a
         full-load task, the full load is done), by a live emitter that passed its start
         checks (it writes its pid then), not one stopped for a resync."""
+        from dms_emitter.emitter import read_state
+
         return emitter_healthy(read_state(ctx.state_dir / "emitter" / "state.json"))
 
     def address(self, ctx: StackContext) -> str:
