@@ -36,6 +36,7 @@ from cdclab.merge_model import clean_location
 from pipeline_contract import settings
 from pipeline_contract.dms_format.parquet_types import ColumnType, ParquetValueError, converter
 from pipeline_contract.dms_format.values import RenderOptions, RowRenderer
+from pipeline_contract.table_overrides import TRANSFORM_SPLIT
 
 BUSINESS_COLUMNS = (
     "id", "url", "name", "since", "location_city", "location_country",
@@ -269,7 +270,7 @@ def expected_rows(spec: Mapping[str, Any], data_rows: Iterable[Sequence[str | No
 
 def _silver_value(column: Mapping[str, Any], cast: Mapping[str, Any]) -> Any:
     value = cast[column["from"]]
-    if column.get("transform") != "split":
+    if column.get("transform") != TRANSFORM_SPLIT:
         return value
     if value is None:
         return None

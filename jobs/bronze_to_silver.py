@@ -48,6 +48,7 @@ SPEC_VERSION = 1  # pipeline_contract/table_specs.py SPEC_VERSION
 SOURCE_FILE_COLUMN = "_cdclab_source_file"
 ROLE_OP, ROLE_TIMESTAMP, ROLE_CHANGE_SEQ = "op", "timestamp", "change_seq"
 ROLE_BEFORE_IMAGE = "before_image"  # a column's value before an UPDATE ("before_image_of")
+TRANSFORM_SPLIT = "split"  # pipeline_contract/table_overrides.py TRANSFORMS
 # The job's own columns beside a table's: prefixed, so no table column (a `reason`, an
 # `action`) is ever overwritten (pipeline_contract/table_specs.py refuses names with the prefix).
 INTERNAL = "_cdclab_"
@@ -263,7 +264,7 @@ def silver_projection(spec: dict) -> list:
     text = spec.get("bronze_format", "csv") == "csv"
     for c in spec["silver_columns"]:
         value = F.col(q(c["from"]))
-        if c.get("transform") == "split":
+        if c.get("transform") == TRANSFORM_SPLIT:
             parts = F.split(value, c["pattern"], 2)
             value = (F.when(value.isNotNull(), parts.getItem(0)) if c["part"] == 0
                      else F.when(F.size(parts) > 1, parts.getItem(1)))

@@ -14,6 +14,7 @@ from cdclab.merge_model import Change, clean_row, make_change_seq, old_key_delet
 from cdclab.tables_sync import layout_of
 from pipeline_contract.dms_format.source_types import PgType, SourceColumn
 from pipeline_contract.settings import load_pipeline
+from pipeline_contract.table_overrides import TRANSFORMS
 from pipeline_contract.table_specs import (
     INTERNAL_PREFIX,
     ROLE_BEFORE_IMAGE,
@@ -62,6 +63,7 @@ def test_the_job_reads_the_spec_version_cdclab_writes() -> None:
     assert job.SPEC_VERSION == SPEC_VERSION
     assert (job.ROLE_OP, job.ROLE_TIMESTAMP, job.ROLE_CHANGE_SEQ, job.ROLE_BEFORE_IMAGE) == (
         ROLE_OP, ROLE_TIMESTAMP, ROLE_CHANGE_SEQ, ROLE_BEFORE_IMAGE)
+    assert (job.TRANSFORM_SPLIT,) == TRANSFORMS  # the job computes every transform a spec names
 
 
 @pytest.mark.parametrize("before", [False, True])
