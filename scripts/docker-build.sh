@@ -15,15 +15,28 @@ if [[ -s "$CACHE/docker-bases.env" ]]; then
   done <"$CACHE/docker-bases.env"
 fi
 start=$SECONDS
+# One line per step here; each step's whole output in the log, shown only when it fails.
+LOG="$CACHE/docker-build.log"
+mkdir -p "$CACHE" && : >"$LOG"
+step() {  # step <what> <command...>
+  local what="$1" t0=$SECONDS; shift
+  say "$what ..."
+  if ! "$@" >>"$LOG" 2>&1; then
+    say "$what failed after $((SECONDS - t0)) s; the last lines of $LOG:"
+    tail -n 40 "$LOG" >&2
+    exit 1
+  fi
+  say "$what: done in $((SECONDS - t0)) s"
+}
 if ! docker buildx version >/dev/null 2>&1; then
   for stage in jars minio; do
-    say "stage $stage"
-    DOCKER_BUILDKIT=0 docker build -q --network host -f "$ROOT/spark/Dockerfile" --target "$stage" \
-      -t "cdclab/build-stage:$stage" "${args[@]}" "$ROOT" >/dev/null
+    step "stage $stage" env DOCKER_BUILDKIT=0 docker build -q --network host \
+      -f "$ROOT/spark/Dockerfile" --target "$stage" -t "cdclab/build-stage:$stage" \
+      "${args[@]}" "$ROOT"
   done
 fi
-say "image cdclab/runtime (docker compose build)"
-bash "$ROOT/scripts/compose.sh" build --quiet credentials
+step "image cdclab/runtime (docker compose build)" \
+  bash "$ROOT/scripts/compose.sh" build --quiet credentials
 # untagged leftovers of our own builds only (never other projects' images)
 docker image prune -f --filter "label=org.cdclab.stage" >/dev/null
 say "built in $((SECONDS - start)) s: $(docker image inspect cdclab/runtime:0.1.0 --format '{{.Size}}' | awk '{printf "%.2f GB", $1/1e9}')"
