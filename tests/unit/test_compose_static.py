@@ -331,7 +331,7 @@ def test_aws_credentials_only_reach_glue_aws_read_only_and_are_never_created(con
 
 def test_dockerignore_keeps_secrets_and_state_out_of_images() -> None:
     ignored = (ROOT / ".dockerignore").read_text().split()
-    for entry in (".env", ".venv", ".cdclab", ".git"):
+    for entry in (".env", ".venv*", ".cdclab", ".git"):  # .venv*: .venv-glue50 too
         assert entry in ignored
 
 
