@@ -85,6 +85,24 @@ def test_each_box_launches_itself_on_the_ground_only(graph) -> None:
             and e.target.split(".")[0] not in (GROUND, e.source.split(".")[0])] == []
 
 
+def test_every_declared_service_is_in_the_registry() -> None:
+    """A record a launcher declares but the registry does not list would never start:
+    every ServiceInfo at module level of a launcher module is listed."""
+    import importlib
+
+    from cdclab.services import registry
+    from pipeline_contract.service_kit import ServiceInfo
+
+    modules = [f"{box}.launcher" for box in BOXES
+               if importlib.util.find_spec(f"{box}.launcher") is not None]
+    modules += [f"{CONDUCTOR}.services.{p.stem}" for p in
+                (ROOT / CONDUCTOR / "services").glob("*.py") if not p.stem.startswith("_")]
+    declared = {value.name for module in modules
+                for value in vars(importlib.import_module(module)).values()
+                if isinstance(value, ServiceInfo)}
+    assert declared == set(registry.NAMES)
+
+
 @pytest.mark.parametrize("path", DEPLOYED)
 def test_what_ships_to_aws_imports_nothing_of_the_project(path: str) -> None:
     import ast
