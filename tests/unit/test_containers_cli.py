@@ -15,9 +15,9 @@ def test_the_build_context_lays_packages_out_as_pyproject_does() -> None:
     tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     folders = {name: folder for name, folder in tool["package-dir"].items()
                if name != "cdclab_lab"}
-    assert containers.PACKAGE_FOLDERS == folders
+    assert folders == containers.PACKAGE_FOLDERS
     lab_files = tool["package-data"]["cdclab_lab"]
-    for needed in ("pyproject.toml", "spark/Dockerfile", ".dockerignore", containers.BUILD_SCRIPT,
+    for needed in ("pyproject.toml", "spark/Dockerfile", containers.BUILD_SCRIPT,
                    containers.COMPOSE_FILE, "pipeline_contract/pipeline.toml"):
         assert any(Path(needed).match(glob) for glob in lab_files), needed
 
