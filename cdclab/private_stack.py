@@ -61,8 +61,8 @@ def docker_problem(image: str = IMAGE) -> str | None:
     try:
         client.images.get(image)
     except Exception:
-        return (f"the image {image} is not built: run `make docker-build` in a cdclab checkout "
-                "(or `docker compose build` beside its docker-compose.yml)")
+        return (f"the image {image} is not built: run `cdclab image build` (or `make "
+                "docker-build` in a cdclab checkout)")
     return None
 
 
