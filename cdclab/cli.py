@@ -472,6 +472,30 @@ def cmd_init(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_image_build(args: argparse.Namespace) -> int:
+    from cdclab.containers import ImageBuildError, build
+
+    try:
+        build(say)
+    except ImageBuildError as exc:
+        print(f"cdclab image build: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_compose(args: argparse.Namespace) -> int:
+    from cdclab.containers import ENV_PIPELINE_DIR, compose_command
+
+    command, env = compose_command(args.compose_args)
+    say(f"docker compose with {env[ENV_PIPELINE_DIR]}/pipeline.toml")
+    try:
+        return subprocess.run(command, env=env, check=False).returncode
+    except FileNotFoundError:
+        print("cdclab compose: error: `docker` is not on PATH: install Docker with its "
+              "Compose plugin", file=sys.stderr)
+        return 2
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from cdclab.serve import serve
 
@@ -582,6 +606,15 @@ def build_parser() -> argparse.ArgumentParser:
                        "mappings, an example Glue job and test (keeps files already there)")
     p.add_argument("folder", nargs="?", default=".", help="where (default: here)")
     p.set_defaults(func=cmd_init)
+    p = sub.add_parser("image", help="the cdclab/runtime image the containers run")
+    images = p.add_subparsers(dest="image_command", required=True)
+    i = images.add_parser("build", help="build it from the installed cdclab (needs Docker "
+                          "only: Maven, Go and the JDK run inside the build)")
+    i.set_defaults(func=cmd_image_build)
+    p = sub.add_parser("compose", help="docker compose on the lab's docker-compose.yml with "
+                       "your pipeline.toml, e.g. `cdclab compose up -d --wait`")
+    p.add_argument("compose_args", nargs=argparse.REMAINDER, help="docker compose's own")
+    p.set_defaults(func=cmd_compose)
     p = sub.add_parser("serve", help="run one service in the foreground (container entry point)")
     p.add_argument("service")
     p.set_defaults(func=cmd_serve)

@@ -61,8 +61,8 @@ def docker_problem(image: str = IMAGE) -> str | None:
     try:
         client.images.get(image)
     except Exception:
-        return (f"the image {image} is not built: run `make docker-build` in a cdclab checkout "
-                "(or `docker compose build` beside its docker-compose.yml)")
+        return (f"the image {image} is not built: run `cdclab image build` (or `make "
+                "docker-build` in a cdclab checkout)")
     return None
 
 
@@ -122,6 +122,7 @@ def compose_stack(pipeline: PipelineSettings, services: tuple[str, ...] = INFRA_
     """docker-compose.yml's `services` (the one-shot `init` too) as a project of its own."""
     from testcontainers.compose import DockerCompose
 
+    from cdclab.containers import ENV_PIPELINE_DIR, pipeline_dir
     from cdclab.runtime import PUBLISHED, ComposeRuntime
     from cdclab.services.base import free_port
 
@@ -129,6 +130,7 @@ def compose_stack(pipeline: PipelineSettings, services: tuple[str, ...] = INFRA_
     ports = {var: free_port() for var, _ in PUBLISHED.values()}
     ports |= {var: free_port() for var in EXTRA_PORTS}
     overrides = {settings.ENV_COMPOSE_PROJECT: project, "CDCLAB_SEED_ROWS": "0",
+                 ENV_PIPELINE_DIR: str(pipeline_dir()),  # your pipeline.toml, read-only
                  **{var: str(port) for var, port in ports.items()}, **base_images()}
     folder = lab_root()
     with tempfile.TemporaryDirectory(prefix="cdclab-compose-") as tmp:

@@ -40,6 +40,19 @@ def test_source_changes_reach_silver(cdclab_lab, cdclab_source) -> None:
     assert result.equal and not result.duplicate_ids, result
 
 
+def test_the_lab_runs_my_pipeline_toml(cdclab_lab, cdclab_source) -> None:
+    """The emitter writes DMS files as this repository's [dms] settings say."""
+    cdclab_lab.start_pipeline()
+    cdclab_source.execute("INSERT INTO public.hosts_demo (id, name) VALUES (20, 'Ed') "
+                          "ON CONFLICT (id) DO UPDATE SET name = excluded.name")
+    cdclab_lab.wait_for_silver(timeout=300)
+    newest = cdclab_lab.bronze_files().iloc[-1]["key"]
+    body = cdclab_lab.lab.s3.get_object(Bucket=cdclab_lab.pipeline.lake.bronze_bucket,
+                                        Key=newest)["Body"].read().decode()
+    header = body.splitlines()[0].split(",")
+    assert cdclab_lab.pipeline.dms.timestamp_column_name in header, (newest, header)
+
+
 def test_my_glue_script_runs_as_a_job_on_what_dms_wrote(cdclab_lab, cdclab_source,
                                                         cdclab_run_job, tmp_path) -> None:
     cdclab_lab.start_pipeline()
