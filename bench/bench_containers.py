@@ -2,7 +2,9 @@
 
   build_seconds            scripts/docker-build.sh (cold or warm: `layer_cache` says which)
   first_up_seconds         `up -d --wait` on fresh volumes (credentials, init, full load)
-  warm_up_seconds          `stop`, then `up -d --wait` again (target <= 30 s)
+  warm_up_seconds          `stop`, then plain `docker compose up -d --wait` again, as the
+                           README says (no wrapper, none of the lab's variables; the
+                           engine reaches no registry here): target <= 30 s
   image_bytes              cdclab/runtime and the tagged build stages (target <= 2.5 GB)
   idle_memory_mib          sum of `docker stats` over the stack once idle (target <= 3 GiB)
   commit_to_silver         p50/p95 of the same demo workload, compose vs embedded
@@ -40,6 +42,18 @@ def say(msg: str) -> None:
 def compose(*args: str, env: dict | None = None, timeout: float = 1800) -> str:
     done = subprocess.run([*COMPOSE, "--project-name", PROJECT, *args], cwd=ROOT, text=True,
                           capture_output=True, timeout=timeout, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"docker compose {' '.join(args)}:\n{done.stdout}\n{done.stderr}")
+    return done.stdout
+
+
+def plain_compose(*args: str, timeout: float = 600) -> str:
+    """`docker compose` as a user types it: none of compose.sh's variables (base images,
+    build network, DOCKER_BUILDKIT), none of the lab's."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("CDCLAB_", "DOCKER_BUILDKIT"))}
+    done = subprocess.run(["docker", "compose", "--project-name", PROJECT, *args], cwd=ROOT,
+                          text=True, capture_output=True, timeout=timeout, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"docker compose {' '.join(args)}:\n{done.stdout}\n{done.stderr}")
     return done.stdout
@@ -112,7 +126,8 @@ def main() -> int:
         result["first_up_seconds"], _ = timed(compose, "up", "-d", "--wait")
         compose("stop")
         say("warm up")
-        result["warm_up_seconds"], _ = timed(compose, "up", "-d", "--wait")
+        result["warm_up_seconds"], _ = timed(plain_compose, "up", "-d", "--wait")
+        result["warm_up_command"] = "docker compose up -d --wait"
         say("demo workload on compose")
         text = compose("run", "--rm", "cli", "demo", "--duration", str(args.duration),
                        "--rate", str(args.rate))
