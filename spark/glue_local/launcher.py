@@ -89,12 +89,6 @@ def stack_admin_keys(env: Mapping[str, str]) -> dict[str, str]:
     return {k: creds[k] for k in (settings.ENV_ACCESS_KEY, settings.ENV_SECRET_KEY)}
 
 
-def caller_env(env: Mapping[str, str]) -> Mapping[str, str]:
-    """The keys this stack's own calls to the Glue API sign with: the env's, except in
-    the aws profile, where the env's AWS_* pair (if any) is the developer's AWS identity."""
-    return {**env, **stack_admin_keys(env)} if _aws_profile(env) else env
-
-
 def checked_clients(env: Mapping[str, str]) -> dict[str, str]:
     """ENV_GLUE_CLIENTS for the Glue API process, or {} to answer anyone (a hand-made
     local configuration). The aws profile runs jobs as the developer's AWS identity, so

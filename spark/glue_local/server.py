@@ -41,6 +41,7 @@ from glue_local.errors import GlueError
 from glue_local.runner import Runner
 from pipeline_contract import settings
 from pipeline_contract.listen import bind_host
+from pipeline_contract.service_kit import ENV_GLUE_CLIENTS
 
 log = logging.getLogger("glue_local.server")
 
@@ -48,13 +49,13 @@ TARGET_PREFIX = "AWSGlue."
 CONTENT_TYPE = "application/x-amz-json-1.1"
 LOOPBACK = "127.0.0.1"
 ENV_GLUE_PORT = "CDCLAB_GLUE_PORT"  # the port when --port is not given
+# ENV_GLUE_CLIENTS: the clients the API accepts, `name:access_key:secret_key,...`
+# (pipeline_contract.minio_users format; names are glue_local.access's clients): every
+# request must carry their AWS SigV4 signature. Read once at start and removed from the
+# environment, so job runs never see it. Unset: no check, every caller is the
+# administrator (in-process test servers).
 # cdclab's cap on a request body (Glue documents none; its requests are small JSON)
 MAX_BODY_BYTES = 1024 * 1024
-# The clients the API accepts, `name:access_key:secret_key,...` (pipeline_contract.minio_users
-# format; names are glue_local.access's clients): every request must carry their AWS SigV4
-# signature. Read once at start and removed from the environment, so job runs never see
-# it. Unset: no check, every caller is the administrator (in-process test servers).
-ENV_GLUE_CLIENTS = "CDCLAB_GLUE_API_CLIENTS"
 # How long a client has to send one whole request (request line, headers, body) and,
 # apart, to take its whole response. Requests are small JSON (MAX_BODY_BYTES), so 30 s is
 # ample on any link; a client that stalls after Content-Length, or trickles a byte at a
