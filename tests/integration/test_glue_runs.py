@@ -233,8 +233,9 @@ def test_unsupported_lake_format_and_a_stopped_spark_run(glue):
 
 LEAVES_A_CHILD = """
     import subprocess, sys, time
-    # a helper that outlives the script and holds its output open
-    subprocess.Popen(["sleep", "600"])
+    # a helper that outlives the script and holds its output open (a duration no other
+    # process on the machine is likely to sleep, so pgrep finds only this test's)
+    subprocess.Popen(["sleep", "600.0917"])
     if "--wait" in sys.argv:
         time.sleep(600)
 """
@@ -244,7 +245,7 @@ def test_what_a_run_started_ends_with_it(glue):
     client, _, tmp = glue
     job(client, tmp, "orphans", LEAVES_A_CHILD)
     started = time.monotonic()
-    succeeded(client, "orphans")  # finishes although `sleep 600` still held the pipe
+    succeeded(client, "orphans")  # finishes although the helper still held the pipe
     run_id = client.start_job_run(JobName="orphans", Arguments={"--wait": "1"})["JobRunId"]
     while client.get_job_run(JobName="orphans", RunId=run_id)["JobRun"]["JobRunState"] != "RUNNING":
         time.sleep(0.1)
@@ -252,7 +253,8 @@ def test_what_a_run_started_ends_with_it(glue):
     client.batch_stop_job_run(JobName="orphans", JobRunIds=[run_id])
     assert finish(client, "orphans", run_id, timeout=30)["JobRunState"] == "STOPPED"
     assert time.monotonic() - started < 60
-    left = subprocess.run(["pgrep", "-f", "^sleep 600$"], capture_output=True, text=True)
+    left = subprocess.run(["pgrep", "-f", r"^sleep 600\.0917$"], capture_output=True,
+                          text=True)
     assert left.stdout.strip() == ""  # neither run's helper is left behind
 
 
