@@ -10,6 +10,7 @@ up on each use instead of keeping the first.
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import shutil
 import sys
@@ -18,8 +19,15 @@ from collections.abc import Mapping
 
 import pytest
 
-_STATE = tempfile.mkdtemp(prefix="cdclab-glue-state-")
-atexit.register(shutil.rmtree, _STATE, ignore_errors=True)  # tests clean up after themselves
+
+@functools.cache
+def _state() -> str:
+    """The test driver's Glue state dir, made when a driver first needs it: a process that
+    only imports this plugin (Spark's Python workers unpickling a test's function end with
+    os._exit, so no atexit runs) leaves no empty folder behind."""
+    folder = tempfile.mkdtemp(prefix="cdclab-glue-state-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # tests clean up after themselves
+    return folder
 
 
 def glue_session(env: Mapping[str, str] | None = None,
@@ -34,7 +42,7 @@ def glue_session(env: Mapping[str, str] | None = None,
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers import awsglue too
     current = SparkSession._instantiatedSession
     if not extra_conf and current is not None and session_alive(current) and \
-            current.conf.get("spark.cdclab.stateDir", None) == _STATE:
+            current.conf.get("spark.cdclab.stateDir", None) == _state():
         return _made_current(current)
     if SparkContext._active_spark_context is not None:
         SparkContext._active_spark_context.stop()
@@ -52,7 +60,7 @@ def glue_session(env: Mapping[str, str] | None = None,
                .config("spark.sql.shuffle.partitions", "1")
                .config("spark.driver.host", "127.0.0.1")
                .config("spark.driver.bindAddress", "127.0.0.1")
-               .config("spark.cdclab.stateDir", _STATE)
+               .config("spark.cdclab.stateDir", _state())
                .config("spark.pyspark.python", sys.executable))
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
