@@ -61,6 +61,9 @@ def glue_session(env: Mapping[str, str] | None = None,
                .config("spark.driver.host", "127.0.0.1")
                .config("spark.driver.bindAddress", "127.0.0.1")
                .config("spark.cdclab.stateDir", _state())
+               # its block manager's files too, removed with it at exit (in /tmp, a driver
+               # that did not stop cleanly would leave them)
+               .config("spark.local.dir", _state())
                .config("spark.pyspark.python", sys.executable))
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
