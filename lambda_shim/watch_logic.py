@@ -205,11 +205,14 @@ def listings(state: WatchState, prefix: str, full_scan: bool,
              deep: bool = False) -> list[Listing]:
     """The listings a poll makes. Incremental: each table folder after its cursor, and
     the whole prefix after the greatest cursor (a new table's folder sorting last). Full
-    (or before any cursor): the whole prefix, less each folder's forgotten keys (up to
-    its floor). Deep: the whole prefix."""
+    (or before any cursor, or while a folder with a floor has none): the whole prefix,
+    less each folder's forgotten keys (up to its floor). Deep: the whole prefix."""
     if deep:
         return [(prefix, None, None)]
-    if not full_scan and state.cursors:
+    # incremental only while every folder with forgotten keys has a cursor: the last
+    # range (after the greatest cursor) would list a cursorless folder's keys below its
+    # floor, handed on long ago, as new (its newest keys quarantined or removed)
+    if not full_scan and state.cursors and state.floors.keys() <= state.cursors.keys():
         folders = sorted(state.cursors.items())
         return [*((f"{folder}/", after, None) for folder, after in folders),
                 (prefix, max(after for _, after in folders), None)]

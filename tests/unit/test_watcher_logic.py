@@ -330,3 +330,17 @@ def test_the_floor_never_passes_an_object_still_pending_or_in_flight() -> None:
     logic.record_run_ended(s, "jr_1", "FAILED", 4.0)  # pending again
     logic.observe(s, [written(k) for k in keys], 5.0, full_scan=True)
     assert s.floors == {}
+
+
+def test_a_folder_whose_cursor_keys_went_keeps_its_forgotten_keys_out_of_listings() -> None:
+    """Its newest keys quarantined, a folder keeps its floor but has no cursor: the
+    incremental listing's last range (after the greatest cursor, another folder's) would
+    list its keys below the floor, handed on long ago, as new; it lists as a full one."""
+    s = logic.WatchState()
+    s.cursors = {"dms/db/public/t-x": "dms/db/public/t-x/20261121-000000000.csv"}
+    s.floors = {"dms/db/public/t": "dms/db/public/t/20261121-000000000.csv"}
+    forgotten = "dms/db/public/t/20261121-000000000.csv"
+    newer = "dms/db/public/t/20261121-120000000.csv"
+    ranges = logic.listings(s, ROOT, full_scan=False)
+    assert not any(in_listing(forgotten, r) for r in ranges)
+    assert any(in_listing(newer, r) for r in ranges)
