@@ -21,7 +21,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from pipeline_contract import resources
+from pipeline_contract import resources, settings
 
 # import name -> its folder in a checkout (pyproject.toml [tool.setuptools] package-dir;
 # tests/unit/test_containers_cli.py holds the two equal)
@@ -90,8 +90,6 @@ def build(say: Callable[[str], None]) -> None:
 def pipeline_dir() -> Path:
     """The folder of the pipeline.toml in use (yours from your repository, else the
     lab's): what every container mounts read-only at /pipeline."""
-    from pipeline_contract import settings
-
     return (resources.user_pipeline_file() or settings.PIPELINE_FILE).resolve().parent
 
 

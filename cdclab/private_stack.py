@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from cdclab.containers import COMPOSE_FILE, ENV_PIPELINE_DIR, pipeline_dir
 from pipeline_contract import settings
 from pipeline_contract.resources import lab_root
 from pipeline_contract.settings import PipelineSettings
@@ -27,7 +28,6 @@ from pipeline_contract.settings import PipelineSettings
 EMBEDDED, CONTAINERS = "embedded", "containers"
 BACKENDS = (EMBEDDED, CONTAINERS)
 IMAGE = "cdclab/runtime:0.1.0"  # docker-compose.yml's x-image
-COMPOSE_FILE = "docker-compose.yml"
 INFRA_SERVICES = ("postgres", "minio", "iceberg-rest", "glue")
 EXTRA_PORTS = ("CDCLAB_PORT_MINIO_CONSOLE", "CDCLAB_PORT_JUPYTER")
 KEEP_STATE = "CDCLAB_KEEP_TEST_STATE"  # 1: a temporary state dir is kept for a post-mortem
@@ -122,7 +122,6 @@ def compose_stack(pipeline: PipelineSettings, services: tuple[str, ...] = INFRA_
     """docker-compose.yml's `services` (the one-shot `init` too) as a project of its own."""
     from testcontainers.compose import DockerCompose
 
-    from cdclab.containers import ENV_PIPELINE_DIR, pipeline_dir
     from cdclab.runtime import PUBLISHED, ComposeRuntime
     from cdclab.services.base import free_port
 
