@@ -39,24 +39,21 @@ def say(msg: str) -> None:
     print(f"bench_containers: {msg}", file=sys.stderr, flush=True)
 
 
-def compose(*args: str, env: dict | None = None, timeout: float = 1800) -> str:
-    done = subprocess.run([*COMPOSE, "--project-name", PROJECT, *args], cwd=ROOT, text=True,
+def compose(*args: str, env: dict | None = None, timeout: float = 1800,
+            command: tuple[str, ...] = tuple(COMPOSE)) -> str:
+    done = subprocess.run([*command, "--project-name", PROJECT, *args], cwd=ROOT, text=True,
                           capture_output=True, timeout=timeout, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"docker compose {' '.join(args)}:\n{done.stdout}\n{done.stderr}")
     return done.stdout
 
 
-def plain_compose(*args: str, timeout: float = 600) -> str:
+def plain_compose(*args: str) -> str:
     """`docker compose` as a user types it: none of compose.sh's variables (base images,
     build network, DOCKER_BUILDKIT), none of the lab's."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("CDCLAB_", "DOCKER_BUILDKIT"))}
-    done = subprocess.run(["docker", "compose", "--project-name", PROJECT, *args], cwd=ROOT,
-                          text=True, capture_output=True, timeout=timeout, env=env)
-    if done.returncode != 0:
-        raise RuntimeError(f"docker compose {' '.join(args)}:\n{done.stdout}\n{done.stderr}")
-    return done.stdout
+    return compose(*args, env=env, timeout=600, command=("docker", "compose"))
 
 
 def timed(fn, *args, **kwargs) -> tuple[float, object]:
