@@ -320,8 +320,11 @@ def pipeline_facts(p: PipelineSettings) -> dict:
             "batch_size_kb": float(os.environ.get(settings.ENV_BATCH_SIZE_KB,
                                                   p.dms.cdc_min_file_size_kb
                                                   or settings.LAB_BATCH_SIZE_KB)),
+            "batch_quiet_seconds": float(os.environ.get(
+                settings.ENV_BATCH_QUIET, 0 if p.dms.cdc_max_batch_interval_seconds
+                or settings.ENV_BATCH_INTERVAL in os.environ else settings.LAB_BATCH_QUIET_S)),
             "watch_interval_seconds": float(os.environ.get(settings.ENV_WATCH_INTERVAL,
-                                                           "1.0")),
+                                                           settings.LAB_WATCH_INTERVAL_S)),
             "max_concurrent_runs": p.glue_job.max_concurrent_runs}
 
 

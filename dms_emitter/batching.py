@@ -8,7 +8,10 @@ table's own first change; docs/dms-fidelity.md): a table's batch is due once its
 row has waited `interval_s` or its rows reach `size_bytes`, also in the middle of a
 transaction: DMS's files are not transaction bounded, and memory stays bounded by the
 batch size, not the transaction's. (Rows arrive only for committed transactions,
-pgoutput protocol 1, so writing part of one is safe.)
+pgoutput protocol 1, so writing part of one is safe.) With `quiet_s` (the lab's own cut,
+never DMS's) a batch is also due once no row has come for that long: an idle source's
+change is written at once instead of after the whole interval, while a steady stream
+still fills its batch.
 
 The slot may be confirmed up to `safe_lsn()`: each batch remembers the end of the last
 transaction complete before its first row arrived, and nothing after the oldest such
@@ -79,6 +82,7 @@ class Batch:
     size: int = 0
     rows: int = 0
     opened_at: float = 0.0
+    last_at: float = 0.0  # when its newest row came
 
     def add(self, folder: str, header: tuple[str, ...], line: str, size: int = 0,
             types: tuple = (), partition: str = "") -> None:
@@ -98,12 +102,13 @@ class Batch:
 
 
 class Batcher:
-    def __init__(self, interval_s: float, size_bytes: int) -> None:
-        if interval_s <= 0 or size_bytes <= 0:
+    def __init__(self, interval_s: float, size_bytes: int, quiet_s: float = 0.0) -> None:
+        if interval_s <= 0 or size_bytes <= 0 or quiet_s < 0:
             raise ValueError(f"batch interval ({interval_s}s) and size ({size_bytes} bytes) "
-                             "must be positive")
+                             f"must be positive, the quiet cut ({quiet_s}s) not negative")
         self.interval_s = interval_s
         self.size_bytes = size_bytes
+        self.quiet_s = quiet_s  # 0: off (DMS's rule alone)
         self._batches: dict[str, Batch] = {}  # per table folder, in the order opened
         self._safe: dict[str, int] = {}  # per folder: confirmable while its batch waits
 
@@ -119,6 +124,7 @@ class Batcher:
             batch = self._batches[folder] = Batch(opened_at=now)
             self._safe[folder] = safe_lsn
         batch.add(folder, header, line, line_size(line), types, partition)
+        batch.last_at = now
 
     def add(self, txn: Transaction, now: float, safe_lsn: int = 0) -> None:
         """All rows of a transaction the builder collected whole."""
@@ -128,7 +134,12 @@ class Batcher:
                              safe_lsn)
 
     def _due(self, batch: Batch, now: float) -> bool:
-        return batch.size >= self.size_bytes or now - batch.opened_at >= self.interval_s
+        return (batch.size >= self.size_bytes or now - batch.opened_at >= self.interval_s
+                or (self.quiet_s > 0 and now - batch.last_at >= self.quiet_s))
+
+    def _due_at(self, batch: Batch) -> float:
+        at = batch.opened_at + self.interval_s
+        return min(at, batch.last_at + self.quiet_s) if self.quiet_s > 0 else at
 
     def size_reached(self) -> bool:
         return any(b.size >= self.size_bytes for b in self._batches.values())
@@ -140,8 +151,7 @@ class Batcher:
         """How long the caller may block before `ready` can turn true by time alone."""
         if not self._batches:
             return None
-        return max(0.0, min(b.opened_at for b in self._batches.values())
-                   + self.interval_s - now)
+        return max(0.0, min(self._due_at(b) for b in self._batches.values()) - now)
 
     def safe_lsn(self) -> int | None:
         """The highest LSN the slot may be confirmed to while batches wait (None: none

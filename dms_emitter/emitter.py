@@ -79,6 +79,7 @@ class EmitterConfig:
     interval_s: float
     size_bytes: int
     max_file_bytes: int
+    quiet_s: float = 0.0  # the lab's quiet cut (batching.Batcher); 0: DMS's rule alone
     render: RenderOptions = RenderOptions()
     pk_update: str = "update"
     unchanged_toast: str = "lookup"
@@ -123,6 +124,12 @@ class EmitterConfig:
                                  or settings.LAB_BATCH_INTERVAL_S))
         size_kb = float(env.get(settings.ENV_BATCH_SIZE_KB, p.dms.cdc_min_file_size_kb
                                 or settings.LAB_BATCH_SIZE_KB))
+        # only the lab's own interval gets the quiet cut: a DMS interval set in
+        # pipeline.toml (or the env) is DMS's rule, exactly
+        lab_interval = (settings.ENV_BATCH_INTERVAL not in env
+                        and not p.dms.cdc_max_batch_interval_seconds)
+        quiet = float(env.get(settings.ENV_BATCH_QUIET,
+                              settings.LAB_BATCH_QUIET_S if lab_interval else 0))
         d = p.dms
         render = RenderOptions.from_settings(d)
         try:
@@ -145,6 +152,7 @@ class EmitterConfig:
                    key=p.source.primary_key, slot=p.source.slot,
                    publication=p.source.publication,
                    state_path=state / "emitter" / "state.json", fmt=fmt, interval_s=interval,
+                   quiet_s=quiet,
                    size_bytes=int(size_kb * 1024), max_file_bytes=d.max_file_size_kb * 1024,
                    render=render, pk_update=d.pk_update_handling,
                    unchanged_toast=d.unchanged_toast,
@@ -545,7 +553,7 @@ class Emitter:
                 confirmed: int) -> str | None:
         cfg = self.cfg
         known = self.state.get("tables", {})
-        batcher = Batcher(cfg.interval_s, cfg.size_bytes)
+        batcher = Batcher(cfg.interval_s, cfg.size_bytes, cfg.quiet_s)
         specs = [TableSpec(t.plan, t.key, _shape(known.get(t.plan.qualified, {})))
                  for t in self.selected]
         builder = ChangeBuilder(

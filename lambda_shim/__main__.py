@@ -68,7 +68,8 @@ def name_clock_margin(p: settings.PipelineSettings) -> timedelta:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m lambda_shim", description=__doc__)
     ap.add_argument("--interval", type=float,
-                    default=float(os.environ.get(settings.ENV_WATCH_INTERVAL, "1.0")),
+                    default=float(os.environ.get(settings.ENV_WATCH_INTERVAL,
+                                                 settings.LAB_WATCH_INTERVAL_S)),
                     help=f"listing period in seconds (env {settings.ENV_WATCH_INTERVAL})")
     ap.add_argument("--full-scan-seconds", type=float, default=watch_logic.FULL_SCAN_SECONDS,
                     help="period of a full re-list that catches out-of-order names")

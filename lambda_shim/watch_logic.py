@@ -465,6 +465,11 @@ def record_run_ended(state: WatchState, run_id: str, run_state: str,
     if run_state == RUN_SUCCEEDED:
         state.ended.append(run_id)
         del state.ended[:-RECENT_RUNS_KEPT]
+        # Its state change goes to the Lambda now, as EventBridge sends it, and objects
+        # refused while it ran (MaxConcurrentRuns) may start the next run at once: the
+        # back-off of those refusals (S3's async retries) is not EventBridge's to wait.
+        state.attempts = 0
+        state.next_attempt_at = 0.0
         return []
     for o in objs:
         state.pending.setdefault(o.key, o)

@@ -29,7 +29,7 @@ from lambda_shim import watch_logic as logic
 from lambda_shim.object_gate import is_hidden
 from lambda_shim.s3_events import S3Object, s3_event
 from pipeline_contract.atomic import write_json
-from pipeline_contract.settings import LOCAL_ACCOUNT
+from pipeline_contract.settings import LAB_WATCH_INTERVAL_S, LOCAL_ACCOUNT
 
 log = logging.getLogger("lambda_shim.watcher")
 
@@ -105,7 +105,7 @@ def list_objects(s3, bucket: str, prefix: str, start_after: str | None,
 
 class Watcher:
     def __init__(self, s3, bucket: str, prefix: str, state_file: Path, handler: Handler, *,
-                 region: str, interval: float = 1.0,
+                 region: str, interval: float = LAB_WATCH_INTERVAL_S,
                  full_scan_seconds: float = logic.FULL_SCAN_SECONDS,
                  run_state: RunStateLookup | None = None,
                  start_run: StartRun | None = None, job_name: str = "",

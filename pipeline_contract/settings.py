@@ -63,6 +63,7 @@ ENV_GLUE_RUN_LOGS = "CDCLAB_GLUE_RUN_LOGS"  # where Glue run logs are (default <
 ENV_JARS_DIR = "CDCLAB_JARS_DIR"  # where bootstrap put the resolved jars
 ENV_BATCH_INTERVAL = "CDCLAB_BATCH_INTERVAL_SECONDS"  # overrides dms.cdc_max_batch_interval
 ENV_BATCH_SIZE_KB = "CDCLAB_BATCH_SIZE_KB"  # overrides dms.cdc_min_file_size_kb
+ENV_BATCH_QUIET = "CDCLAB_BATCH_QUIET_SECONDS"  # the lab's quiet cut (0: off)
 ENV_WATCH_INTERVAL = "CDCLAB_WATCH_INTERVAL_SECONDS"  # watcher listing period
 # another pipeline.toml (default pipeline_contract/pipeline.toml)
 ENV_PIPELINE_FILE = "CDCLAB_PIPELINE_FILE"
@@ -85,6 +86,12 @@ LOCAL_ACCOUNT = "000000000000"  # the account id of the local Glue API's ARNs
 DEFAULT_REGION = "us-east-1"
 LAB_BATCH_INTERVAL_S = 1  # CDC files in a second, not DMS's 60 s ...
 LAB_BATCH_SIZE_KB = 64  # ... or 32000 KB
+# ... and, unlike DMS, a file as soon as no change has come for this long (an idle
+# source's change is not held for the whole interval); off once an interval is set
+LAB_BATCH_QUIET_S = 0.1
+# the watcher's listing period (the stand-in for S3's event notifications, which arrive
+# within a second or so): a cheap incremental ListObjectsV2 per table folder
+LAB_WATCH_INTERVAL_S = 0.25
 PROFILE_LOCAL = "local"
 PROFILE_AWS = "aws"
 

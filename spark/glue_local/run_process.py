@@ -43,6 +43,14 @@ def _preload() -> None:
         import awsglue.job  # noqa: F401
         import awsglue.transforms  # noqa: F401
         import awsglue.utils  # noqa: F401
+    with contextlib.suppress(Exception):
+        # botocore reads a service's model (megabytes of JSON) for its first client in a
+        # process, ~0.5 s for S3: done here, a script's boto3 clients (the shipped job's
+        # markers and input guard) are made from the cached models
+        import boto3
+
+        for service in ("s3", "glue"):
+            boto3.client(service, region_name="us-east-1")
 
 
 def connect(gateway: dict) -> SparkContext:

@@ -12,11 +12,12 @@ rows = st.lists(st.tuples(st.sampled_from(["a/t", "b/u"]), st.sampled_from([("x"
                           st.integers(1, 40), st.floats(0, 2)), max_size=60)
 
 
-@given(rows, st.floats(0.1, 3), st.integers(1, 400))
+@given(rows, st.floats(0.1, 3), st.integers(1, 400), st.sampled_from([0.0, 0.05, 0.5]))
 def test_every_row_once_in_order_per_table_in_files_of_one_header(
-    plan: list[tuple[str, tuple[str, ...], int, float]], interval: float, size: int
+    plan: list[tuple[str, tuple[str, ...], int, float]], interval: float, size: int,
+    quiet: float,
 ) -> None:
-    batcher = Batcher(interval, size)
+    batcher = Batcher(interval, size, quiet)
     now, files, sent = 0.0, [], []
     for n, (folder, header, width, gap) in enumerate(plan):
         now += gap
@@ -49,6 +50,20 @@ def test_closes_on_interval_or_size() -> None:
     assert b.ready(20.0)  # size reached, no waiting
 
 
+def test_a_quiet_batch_is_cut_before_its_interval_a_busy_one_is_not() -> None:
+    """The lab's quiet cut: a lone change is written `quiet_s` after it came; rows that
+    keep coming closer together than that fill the batch up to the interval."""
+    b = Batcher(1.0, 10**9, quiet_s=0.125)
+    b.add_row("a/t", ("x",), "a1\n", 10.0)
+    assert b.seconds_until_due(10.0) == 0.125 and not b.ready(10.0625) and b.ready(10.125)
+    b.take()
+    for i in range(20):  # one row every 1/16 s: never quiet
+        b.add_row("a/t", ("x",), f"{i}\n", 20.0 + i / 16)
+        assert b.ready(20.0 + i / 16 + 1 / 32) == (i / 16 + 1 / 32 >= 1.0)
+    assert b.ready(21.0) and len(b.take(21.0).files()[0].lines) == 20
+    assert Batcher(1.0, 10**9).seconds_until_due(0) is None  # off by default
+
+
 def test_each_table_is_cut_on_its_own_interval() -> None:
     """Real DMS output: each table's file closes CdcMaxBatchInterval after that table's
     own first change (docs/dms-fidelity.md); one batch for all would cut B at A's time."""
@@ -69,13 +84,14 @@ def test_each_table_is_cut_on_its_own_interval() -> None:
 @given(st.lists(st.tuples(st.lists(st.sampled_from(["a/t", "b/u", "c/v"]), min_size=1,
                                    max_size=4),
                           st.floats(0, 3)), min_size=1, max_size=40),
-       st.floats(0.5, 5), st.integers(20, 200))
-def test_the_slot_is_never_confirmed_past_a_row_not_yet_stored(txns, interval, size) -> None:
+       st.floats(0.5, 5), st.integers(20, 200), st.sampled_from([0.0, 0.1, 1.0]))
+def test_the_slot_is_never_confirmed_past_a_row_not_yet_stored(txns, interval, size,
+                                                               quiet) -> None:
     """The emitter confirms up to safe_lsn() (or everything received when nothing waits):
     never past a transaction with a row still in a batch, and with every batch written it
     reaches the last transaction (a table that keeps changing never holds the slot for
     good: its batch is cut on its own interval)."""
-    b = Batcher(interval, size)
+    b = Batcher(interval, size, quiet)
     now, seen_end, confirmed = 0.0, 0, 0
     unstored: dict[int, int] = {}  # transaction end LSN -> rows not yet in a file
     for n, (folders, gap) in enumerate(txns, 1):

@@ -344,3 +344,25 @@ def test_a_folder_whose_cursor_keys_went_keeps_its_forgotten_keys_out_of_listing
     ranges = logic.listings(s, ROOT, full_scan=False)
     assert not any(in_listing(forgotten, r) for r in ranges)
     assert any(in_listing(newer, r) for r in ranges)
+
+
+def test_a_succeeded_run_ends_the_busy_back_off() -> None:
+    """Objects refused while a run went (MaxConcurrentRuns) back off; once that run has
+    SUCCEEDED its state change and the objects are due at once, not after the back-off."""
+    s = logic.WatchState()
+    logic.observe(s, [o("20261122-100000001.csv")], 0.0)
+    logic.record_accepted(s, 1.0, "jr_1", list(s.pending))
+    logic.observe(s, [o("20261122-100000002.csv")], 2.0)
+    for attempt in range(5):  # refused: jr_1 is going
+        logic.record_rejected(s, 2.0 + attempt, "ConcurrentRunsExceededException")
+    assert not logic.due(s, 6.5)
+    logic.record_run_ended(s, "jr_1", "SUCCEEDED", 6.5)
+    assert logic.due(s, 6.5) and logic.next_wakeup(s, 6.5, 1.0) == 0.0
+
+
+def test_a_failed_run_keeps_backing_off() -> None:
+    s = logic.WatchState()
+    logic.observe(s, [o("20261122-100000001.csv")], 0.0)
+    logic.record_accepted(s, 1.0, "jr_1", list(s.pending))
+    logic.record_run_ended(s, "jr_1", "FAILED", 2.0)
+    assert not logic.due(s, 2.0) and logic.due(s, 2.0 + logic.BACKOFF_BASE_SECONDS)
