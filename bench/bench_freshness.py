@@ -399,6 +399,7 @@ def run(args: argparse.Namespace, state: Path) -> tuple[int, dict]:
             poller.stop()
         stack.down()
     result["timings_seconds"] = {k: round(v, 1) for k, v in timings.items()}
+    result["against_baseline"] = fs.against_baseline(result)
     equal = result.get("silver_equals_source", True)
     return (0 if equal else 1), result
 

@@ -126,6 +126,32 @@ def summarize(probes: Iterable[ProbeTimes]) -> dict:
             "missing_timestamps": missing}
 
 
+# Main at 13d5a8a, measured 2026-11-26 13:44 on this machine's size (2 cores), quiet,
+# `--probes 15 --rate 500` (docs/performance.md, "Second run"): what each later run of the
+# bench is compared with, and issue 27's targets (p50, p90 seconds).
+BASELINE = {"commit": "13d5a8a", "measured": "2026-11-26T13:44Z",
+            "idle": {"p50": 10.06, "p90": 14.20},
+            "load": {"p50": 18.08, "p90": 24.72, "changes_per_second": 401}}
+TARGETS = {"idle": {"p50": 1.5, "p90": 2.5}, "load": {"p50": 3.0, "p90": 5.0}}
+
+
+def against_baseline(result: Mapping) -> dict:
+    """Per phase measured (idle, load): commit -> visible p50/p90 as the baseline's
+    multiple (`speedup`, > 1 is faster) and whether issue 27's target is met."""
+    out: dict = {"baseline": BASELINE, "targets": TARGETS}
+    for phase in ("idle", "load"):
+        spread_ = (result.get(phase) or {}).get("commit_to_visible_seconds") or {}
+        if not spread_.get("count"):
+            continue
+        out[phase] = {q: {"now": spread_[q], "baseline": BASELINE[phase][q],
+                          "speedup": round(BASELINE[phase][q] / spread_[q], 2)
+                          if spread_[q] > 0 else None,
+                          "target": TARGETS[phase][q],
+                          "target_met": spread_[q] <= TARGETS[phase][q]}
+                      for q in ("p50", "p90")}
+    return out
+
+
 # --- readers of what the services record ------------------------------------------------
 _LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) (\S+) (.*)$")
 WATCHER_LOGGER = "lambda_shim.watcher"

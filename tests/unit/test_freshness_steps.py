@@ -178,3 +178,12 @@ def test_the_markdown_table_has_a_row_per_step_and_the_total(ps):
     assert all(line.count("|") == 4 for line in lines)
     assert "commit → visible" in lines[-1]
     assert fs.markdown_table({"idle": fs.summarize(ps)}).splitlines()[0].count("|") == 3
+
+
+def test_each_phase_is_compared_with_the_baseline_and_the_target() -> None:
+    result = {"idle": {"commit_to_visible_seconds": {"count": 15, "p50": 2.515, "p90": 2.5}},
+              "load": {"commit_to_visible_seconds": {"count": 0}}}
+    out = fs.against_baseline(result)
+    assert out["idle"]["p50"] == {"now": 2.515, "baseline": 10.06, "speedup": 4.0,
+                                  "target": 1.5, "target_met": False}
+    assert out["idle"]["p90"]["target_met"] and "load" not in out
