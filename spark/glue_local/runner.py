@@ -55,6 +55,10 @@ EXIT_DRIVER_LOST = 70  # EX_SOFTWARE: the service exits when no new driver can s
 RESERVED_ARGS = ("--JOB_NAME", "--JOB_ID", "--JOB_RUN_ID")
 SETTLE_INTERVAL_SECONDS = 2.0  # how often queued runs are looked at between runs
 STOP_GRACE_SECONDS = 10.0  # a stopped run's process gets this long to exit on SIGTERM
+# The next spare process starts this long into a run, or when the run ends if sooner: its
+# imports (a second or two of CPU) then leave a short run alone, yet a long one's
+# follower, started as soon as it ends, finds the spare ready (bench/bench_freshness.py)
+SPARE_AFTER_START_SECONDS = 2.0
 _SPARK_IMPORT = re.compile(r"^\s*(from|import)\s+(pyspark|awsglue)\b", re.MULTILINE)
 
 
@@ -278,8 +282,8 @@ class Runner:
         return proc
 
     def _ensure_spare(self) -> None:
-        """Start the next spare process. Called when a run ends, not when it starts: its
-        imports (a second of CPU) would otherwise compete with the run (bench/)."""
+        """Start the next spare process: SPARE_AFTER_START_SECONDS into a run, or when it
+        ends, not when it starts (its imports would compete with the run's start)."""
         with self._spare_lock:
             if self._closing or (self._spare is not None and self._spare.poll() is None):
                 return
@@ -523,6 +527,9 @@ class Runner:
             return "FAILED", None  # stopped while being prepared: _process names the state
         proc = active.proc = self._take_process(runtime)
         threading.Thread(target=_reap_group, args=(proc,), daemon=True).start()
+        spare = threading.Timer(SPARE_AFTER_START_SECONDS, self._ensure_spare)
+        spare.daemon = True
+        spare.start()
         try:
             if active.ended_by:  # stopped in between: _end may have missed the process
                 _signal_group(proc, signal.SIGKILL)

@@ -36,3 +36,22 @@ def test_a_state_without_a_finished_load_is_left_alone(tmp_path: Path) -> None:
     e = emitter(tmp_path, {"phase": "full_load"})
     e.adopt_old_state()
     assert "tables" not in read_state(e.cfg.state_path)
+
+
+def test_the_quiet_cut_goes_with_the_labs_own_interval_only(tmp_path: Path) -> None:
+    """Unset, the lab's 1 s interval comes with its quiet cut; an interval set in
+    pipeline.toml or the env is DMS's rule alone; the quiet cut can be set or turned off."""
+    import dataclasses
+
+    p = settings.load_pipeline()
+    base = {settings.ENV_PG_DSN: "postgresql://unused", settings.ENV_STATE_DIR: str(tmp_path)}
+
+    def quiet(env: dict, pipeline=p) -> float:
+        return EmitterConfig.from_env(pipeline, {**base, **env}).quiet_s
+
+    assert quiet({}) == settings.LAB_BATCH_QUIET_S
+    assert quiet({settings.ENV_BATCH_INTERVAL: "2"}) == 0
+    dms = dataclasses.replace(p.dms, cdc_max_batch_interval_seconds=60)
+    assert quiet({}, dataclasses.replace(p, dms=dms)) == 0
+    assert quiet({settings.ENV_BATCH_QUIET: "0"}) == 0
+    assert quiet({settings.ENV_BATCH_INTERVAL: "2", settings.ENV_BATCH_QUIET: "0.3"}) == 0.3
