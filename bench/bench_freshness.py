@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import freshness_steps as fs  # noqa: E402
 
+from dms_emitter.emitter import quiet_cut_seconds  # noqa: E402
 from pipeline_contract import settings  # noqa: E402
 from pipeline_contract.settings import PipelineSettings, load_pipeline  # noqa: E402
 
@@ -320,9 +321,7 @@ def pipeline_facts(p: PipelineSettings) -> dict:
             "batch_size_kb": float(os.environ.get(settings.ENV_BATCH_SIZE_KB,
                                                   p.dms.cdc_min_file_size_kb
                                                   or settings.LAB_BATCH_SIZE_KB)),
-            "batch_quiet_seconds": float(os.environ.get(
-                settings.ENV_BATCH_QUIET, 0 if p.dms.cdc_max_batch_interval_seconds
-                or settings.ENV_BATCH_INTERVAL in os.environ else settings.LAB_BATCH_QUIET_S)),
+            "batch_quiet_seconds": quiet_cut_seconds(p, os.environ),
             "watch_interval_seconds": float(os.environ.get(settings.ENV_WATCH_INTERVAL,
                                                            settings.LAB_WATCH_INTERVAL_S)),
             "max_concurrent_runs": p.glue_job.max_concurrent_runs}

@@ -134,8 +134,7 @@ class Batcher:
                              safe_lsn)
 
     def _due(self, batch: Batch, now: float) -> bool:
-        return (batch.size >= self.size_bytes or now - batch.opened_at >= self.interval_s
-                or (self.quiet_s > 0 and now - batch.last_at >= self.quiet_s))
+        return batch.size >= self.size_bytes or now >= self._due_at(batch)
 
     def _due_at(self, batch: Batch) -> float:
         at = batch.opened_at + self.interval_s

@@ -12,7 +12,7 @@ import json
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -64,6 +64,15 @@ MIGRATION_TYPES = ("full-load-and-cdc", "full-load", "cdc")
 STATUS_INTERVAL_S = 10.0  # standby status even when idle (wal_sender_timeout is 60s)
 STATUS_SAVE_S = 1.0  # the confirmed position goes to the state file at most this often
 SCHEMA_CHANGES_KEPT = 20  # newest schema changes kept in the state file (cdclab status)
+
+
+def quiet_cut_seconds(p: settings.PipelineSettings, env: Mapping[str, str]) -> float:
+    """The lab's quiet cut (batching.Batcher): only with the lab's own interval; a DMS
+    interval set in pipeline.toml (or the env) is DMS's rule, exactly."""
+    lab_interval = (settings.ENV_BATCH_INTERVAL not in env
+                    and not p.dms.cdc_max_batch_interval_seconds)
+    return float(env.get(settings.ENV_BATCH_QUIET,
+                         settings.LAB_BATCH_QUIET_S if lab_interval else 0))
 
 
 @dataclass(frozen=True)
@@ -124,12 +133,7 @@ class EmitterConfig:
                                  or settings.LAB_BATCH_INTERVAL_S))
         size_kb = float(env.get(settings.ENV_BATCH_SIZE_KB, p.dms.cdc_min_file_size_kb
                                 or settings.LAB_BATCH_SIZE_KB))
-        # only the lab's own interval gets the quiet cut: a DMS interval set in
-        # pipeline.toml (or the env) is DMS's rule, exactly
-        lab_interval = (settings.ENV_BATCH_INTERVAL not in env
-                        and not p.dms.cdc_max_batch_interval_seconds)
-        quiet = float(env.get(settings.ENV_BATCH_QUIET,
-                              settings.LAB_BATCH_QUIET_S if lab_interval else 0))
+        quiet = quiet_cut_seconds(p, env)
         d = p.dms
         render = RenderOptions.from_settings(d)
         try:
