@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import freshness_steps as fs  # noqa: E402
+from process_memory import tree_memory  # noqa: E402
 
 from dms_emitter.emitter import quiet_cut_seconds  # noqa: E402
 from pipeline_contract import settings  # noqa: E402
@@ -42,6 +43,8 @@ from pipeline_contract.settings import PipelineSettings, load_pipeline  # noqa: 
 # is 2-4 updates, insert_delete/update_delete/delete_reinsert are 2 changes)
 CHANGES_PER_TRANSACTION = 1.32
 IDLE_BASE, LOAD_BASE = 1, 100_001  # probe numbers; ids are their negatives
+BIG_FIRST_ID = -3_000_000  # the big transaction's ids: below every probe's
+BIG_UPDATED_NAME = "bench-big-update"
 WORKLOAD_CHILD = (
     "import json, sys\n"
     "from cdclab.workload import run_workload\n"
@@ -280,6 +283,68 @@ def run_phase(name: str, env: Mapping[str, str], p: PipelineSettings, state: Pat
             "glue_runs": run_figures(ours)}
 
 
+def big_transaction(dsn: str, p: PipelineSettings, load: Callable[[], object], key: str,
+                    rows: int, settle: float) -> dict:
+    """One INSERT transaction of `rows` rows (COPY), then one UPDATE of all of them:
+    source COMMIT -> every row visible in silver (after the UPDATE: with its new name)."""
+    import psycopg
+    from psycopg import sql
+
+    from cdclab.sample_data import hosts, insert_hosts
+
+    lo, hi = BIG_FIRST_ID, BIG_FIRST_ID + rows - 1
+    table = sql.Identifier(p.source.schema, p.source.table)
+    out = {"rows": rows}
+    say(f"big transaction: one INSERT of {rows} rows")
+    with psycopg.connect(dsn) as conn:
+        insert_hosts(conn, p, hosts(rows, seed=3, start_id=lo))
+        conn.commit()
+        out["insert"] = wait_for_rows(load, key, lo, hi, rows, None, time.time(), settle)
+        say(f"big transaction: insert visible in {out['insert']['seconds']}s; one UPDATE "
+            f"of {rows} rows")
+        conn.execute(sql.SQL("UPDATE {} SET name = %s WHERE {} BETWEEN %s AND %s").format(
+            table, sql.Identifier(key)), (BIG_UPDATED_NAME, lo, hi))
+        conn.commit()
+        out["update"] = wait_for_rows(load, key, lo, hi, rows, BIG_UPDATED_NAME, time.time(),
+                                      settle)
+    return out
+
+
+def wait_for_rows(load: Callable[[], object], key: str, lo: int, hi: int, rows: int,
+                  name: str | None, committed: float, settle: float) -> dict:
+    """Seconds from `committed` until silver holds `rows` rows with keys lo..hi (and, with
+    `name`, that name), scanned on each new snapshot; None after `settle` s."""
+    from pyiceberg.expressions import And, GreaterThanOrEqual, LessThanOrEqual
+
+    last_snapshot, count = None, 0
+    while time.time() - committed < settle:
+        table = load()
+        current = table.current_snapshot()
+        if current is not None and current.snapshot_id != last_snapshot:
+            last_snapshot = current.snapshot_id
+            found = table.scan(row_filter=And(GreaterThanOrEqual(key, lo),
+                                              LessThanOrEqual(key, hi)),
+                               selected_fields=(key, "name"),
+                               snapshot_id=current.snapshot_id).to_arrow()
+            count = found.num_rows if name is None else \
+                sum(v == name for v in found.column("name").to_pylist())
+            if count >= rows:
+                seconds = time.time() - committed
+                return {"seconds": round(seconds, 2), "rows_per_second": round(rows / seconds)}
+        time.sleep(0.25)
+    return {"seconds": None, "visible_rows": count}
+
+
+def idle_memory(stack) -> dict:
+    """PSS of each service's process tree (a Glue run's JVM and the spare run process in
+    glue's), MiB, with the stack idle: PSS counts a page shared by several processes once."""
+    mib = {}
+    for status in stack.status():
+        if status.pid:
+            mib[status.name] = round(tree_memory(status.pid)[1] / 2**20)
+    return {"pss_mib": mib, "total_gib": round(sum(mib.values()) / 1024, 2)}
+
+
 def run_figures(runs: list[dict]) -> dict:
     """The phase's Glue runs: how many, their time from StartJobRun to the end, and each
     phase (all of them, those after the silver commit too)."""
@@ -349,11 +414,13 @@ def run(args: argparse.Namespace, state: Path) -> tuple[int, dict]:
         stack.up(INFRA)
         env = stack.env()
         dsn = env[settings.ENV_PG_DSN]
+        seeding = time.monotonic()
         with psycopg.connect(dsn) as conn:
             seed(conn, p, args.rows)
+        timings["seed"] = time.monotonic() - seeding
         setup_lake(env, p, progress=say)
         stack.up(PIPELINE)
-        timings["stack_up"] = time.monotonic() - t
+        timings["stack_up"] = time.monotonic() - t - timings["seed"]
         say("merging the full load into silver")
         timings["full_load_to_silver"] = wait_for_drain(env, p, current_wal_lsn(dsn),
                                                         progress=say)
@@ -366,6 +433,12 @@ def run(args: argparse.Namespace, state: Path) -> tuple[int, dict]:
         result["machine"]["load_avg_1_5_15"] = [round(x, 2) for x in os.getloadavg()]
         common = {"probes": args.probes, "interval": args.interval, "settle": args.settle}
         result["idle"] = run_phase("idle", env, p, state, poller, first=IDLE_BASE, **common)
+        time.sleep(5)  # the last run has ended and its spare is ready: the stack at rest
+        result["idle_memory"] = idle_memory(stack)
+        if args.big_transaction:
+            result["big_transaction"] = big_transaction(
+                dsn, p, lambda: catalog.load_table(f"{namespace}.{table}"), spec["keys"][0],
+                args.big_transaction, args.settle * 5)
         if args.rate:
             # the load goes on while the last probes travel (about 15 s under load)
             duration = args.warmup + args.probes * args.interval + 15
@@ -414,6 +487,9 @@ def main() -> None:
                     help="seconds of workload before the loaded phase's first probe")
     ap.add_argument("--rows", type=int, default=1000, help="rows seeded before the full load")
     ap.add_argument("--poll", type=float, default=0.1, help="silver poll period, seconds")
+    ap.add_argument("--big-transaction", type=int, default=0, metavar="ROWS",
+                    help="after the idle probes, one INSERT then one UPDATE transaction of "
+                         "ROWS rows, each timed commit -> all visible (0: none)")
     ap.add_argument("--settle", type=float, default=60.0,
                     help="seconds after the last probe to wait for it in silver")
     ap.add_argument("--no-reconcile", dest="reconcile", action="store_false",

@@ -45,29 +45,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pipeline_contract import settings  # noqa: E402
 from tests.resources.stack_dirs import temp_state_dir  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from process_memory import tree_memory  # noqa: E402
+
 TARGET_GROWTH_PCT = 5.0
 CHUNK_SECONDS = 10.0  # the workload's rate is re-aimed at changes/s every chunk
 HEAP_EVERY = 4  # live heap every 4th sample: the histogram's full GC pauses the JVM
 JVM_SERVICES = ("glue", "iceberg-rest")
-
-
-def tree_memory(pid: int) -> tuple[int, int]:
-    """(RSS, PSS) of a process and all its descendants, bytes ((0, 0) if it is gone).
-    Summed RSS counts a shared page once per process that touched it (postgres's shared
-    buffers, once per backend); PSS shares it out, so the tree's sum counts it once."""
-    import psutil
-
-    try:
-        p = psutil.Process(pid)
-        procs = [p, *p.children(recursive=True)]
-    except psutil.Error:
-        return 0, 0
-    rss = pss = 0
-    for q in procs:
-        with contextlib.suppress(psutil.Error):  # gone since the listing
-            info = q.memory_full_info()
-            rss, pss = rss + info.rss, pss + getattr(info, "pss", info.rss)
-    return rss, pss
 
 
 def jvm_live_heap(pid: int) -> int | None:

@@ -132,7 +132,10 @@ def summarize(probes: Iterable[ProbeTimes]) -> dict:
 BASELINE = {"commit": "13d5a8a", "measured": "2026-11-26T13:44Z",
             "idle": {"p50": 10.06, "p90": 14.20},
             "load": {"p50": 18.08, "p90": 24.72, "changes_per_second": 401}}
-TARGETS = {"idle": {"p50": 1.5, "p90": 2.5}, "load": {"p50": 3.0, "p90": 5.0}}
+TARGETS = {"idle": {"p50": 1.5, "p90": 2.5}, "load": {"p50": 3.0, "p90": 5.0},
+           "idle_memory_gib": 1.5,
+           # one 100,000-row transaction, commit -> all visible: at least these rows/s
+           "big_transaction_rows_per_second": {"insert": 25_000, "update": 20_000}}
 
 
 def against_baseline(result: Mapping) -> dict:
@@ -149,6 +152,16 @@ def against_baseline(result: Mapping) -> dict:
                           "target": TARGETS[phase][q],
                           "target_met": spread_[q] <= TARGETS[phase][q]}
                       for q in ("p50", "p90")}
+    memory = (result.get("idle_memory") or {}).get("total_gib")
+    if memory is not None:
+        out["idle_memory_gib"] = {"now": memory, "target": TARGETS["idle_memory_gib"],
+                                  "target_met": memory <= TARGETS["idle_memory_gib"]}
+    big = result.get("big_transaction") or {}
+    for kind, target in TARGETS["big_transaction_rows_per_second"].items():
+        rate = (big.get(kind) or {}).get("rows_per_second")
+        if kind in big:
+            out[f"big_{kind}_rows_per_second"] = {
+                "now": rate, "target": target, "target_met": rate is not None and rate >= target}
     return out
 
 

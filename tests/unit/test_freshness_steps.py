@@ -187,3 +187,16 @@ def test_each_phase_is_compared_with_the_baseline_and_the_target() -> None:
     assert out["idle"]["p50"] == {"now": 2.515, "baseline": 10.06, "speedup": 4.0,
                                   "target": 1.5, "target_met": False}
     assert out["idle"]["p90"]["target_met"] and "load" not in out
+
+
+def test_idle_memory_and_big_transactions_are_held_to_their_targets() -> None:
+    result = {"idle_memory": {"total_gib": 1.72},
+              "big_transaction": {"rows": 100_000,
+                                  "insert": {"seconds": 3.5, "rows_per_second": 28_571},
+                                  "update": {"seconds": None, "visible_rows": 10}}}
+    out = fs.against_baseline(result)
+    assert out["idle_memory_gib"] == {"now": 1.72, "target": 1.5, "target_met": False}
+    assert out["big_insert_rows_per_second"]["target_met"]
+    assert out["big_update_rows_per_second"] == {"now": None, "target": 20_000,
+                                                 "target_met": False}
+    assert "big_insert_rows_per_second" not in fs.against_baseline({})
