@@ -9,9 +9,10 @@ row has waited `interval_s` or its rows reach `size_bytes`, also in the middle o
 transaction: DMS's files are not transaction bounded, and memory stays bounded by the
 batch size, not the transaction's. (Rows arrive only for committed transactions,
 pgoutput protocol 1, so writing part of one is safe.) With `quiet_s` (the lab's own cut,
-never DMS's) a batch is also due once no row has come for that long: an idle source's
-change is written at once instead of after the whole interval, while a steady stream
-still fills its batch.
+never DMS's) a batch is also due once no row has come for that long, between
+transactions: an idle source's change is written at once instead of after the whole
+interval, while a steady stream still fills its batch, and a big transaction whose rows
+come with pauses (the server decoding it from disk) is not cut into a file per pause.
 
 The slot may be confirmed up to `safe_lsn()`: each batch remembers the end of the last
 transaction complete before its first row arrived, and nothing after the oldest such
@@ -109,6 +110,8 @@ class Batcher:
         self.interval_s = interval_s
         self.size_bytes = size_bytes
         self.quiet_s = quiet_s  # 0: off (DMS's rule alone)
+        # the caller is reading a transaction's rows: no quiet cut until it is complete
+        self.mid_transaction = False
         self._batches: dict[str, Batch] = {}  # per table folder, in the order opened
         self._safe: dict[str, int] = {}  # per folder: confirmable while its batch waits
 
@@ -138,7 +141,9 @@ class Batcher:
 
     def _due_at(self, batch: Batch) -> float:
         at = batch.opened_at + self.interval_s
-        return min(at, batch.last_at + self.quiet_s) if self.quiet_s > 0 else at
+        if self.quiet_s <= 0 or self.mid_transaction:
+            return at
+        return min(at, batch.last_at + self.quiet_s)
 
     def size_reached(self) -> bool:
         return any(b.size >= self.size_bytes for b in self._batches.values())

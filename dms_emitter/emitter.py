@@ -596,6 +596,7 @@ class Emitter:
                     continue
                 server_end = max(server_end, item.end_lsn)
                 txn = builder.feed(pg.decode(item.payload), item.start_lsn)
+                batcher.mid_transaction = builder.in_transaction
                 if txn is not None:
                     seen_end = max(seen_end, txn.end_lsn)
                 if batcher.size_reached():  # mid-read: a huge transaction stays bounded

@@ -64,6 +64,20 @@ def test_a_quiet_batch_is_cut_before_its_interval_a_busy_one_is_not() -> None:
     assert Batcher(1.0, 10**9).seconds_until_due(0) is None  # off by default
 
 
+def test_a_transaction_read_with_pauses_is_not_cut_by_the_quiet_rule() -> None:
+    """Pauses inside one transaction's rows (a big one decoded from disk by the server)
+    do not cut it; once it is complete, the quiet cut applies again."""
+    b = Batcher(1.0, 10**9, quiet_s=0.125)
+    b.mid_transaction = True
+    for i in range(3):  # a row every 0.25 s: each pause longer than the quiet cut
+        b.add_row("a/t", ("x",), f"{i}\n", 10.0 + i / 4)
+        assert not b.ready(10.0 + i / 4 + 0.2)
+    assert b.seconds_until_due(10.5) == 0.5  # the interval alone
+    b.mid_transaction = False
+    assert b.seconds_until_due(10.5) == 0.125 and b.ready(10.625)
+    assert len(b.take(10.625).files()[0].lines) == 3
+
+
 def test_each_table_is_cut_on_its_own_interval() -> None:
     """Real DMS output: each table's file closes CdcMaxBatchInterval after that table's
     own first change (docs/dms-fidelity.md); one batch for all would cut B at A's time."""
