@@ -65,7 +65,10 @@ ENV_BATCH_INTERVAL = "CDCLAB_BATCH_INTERVAL_SECONDS"  # overrides dms.cdc_max_ba
 ENV_BATCH_SIZE_KB = "CDCLAB_BATCH_SIZE_KB"  # overrides dms.cdc_min_file_size_kb
 ENV_BATCH_QUIET = "CDCLAB_BATCH_QUIET_SECONDS"  # the lab's quiet cut (0: off)
 ENV_WATCH_INTERVAL = "CDCLAB_WATCH_INTERVAL_SECONDS"  # watcher listing period
-ENV_DRIVER_JIT = "CDCLAB_DRIVER_JIT"  # the local Spark driver's JIT: c1 (default) | tiered
+ENV_DRIVER_JIT = "CDCLAB_DRIVER_JIT"  # the local Spark driver's JIT: tiered (default) | c1
+# how the local Glue starts a run's process: fork (from one that imported PySpark and
+# awsglue once, the default) | spawn (a new interpreter each)
+ENV_GLUE_RUN_START = "CDCLAB_GLUE_RUN_START"
 # another pipeline.toml (default pipeline_contract/pipeline.toml)
 ENV_PIPELINE_FILE = "CDCLAB_PIPELINE_FILE"
 # The watcher rewrites its state file at least every full re-list (30 s): older than

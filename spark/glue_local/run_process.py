@@ -58,6 +58,13 @@ def _warm_boto3() -> None:
             boto3.client(service, region_name="us-east-1")
 
 
+def preload() -> None:
+    """All a run process reads before its run, at once: what glue_local.run_forks reads
+    once for every run process it forks."""
+    _preload()
+    _warm_boto3()
+
+
 def connect(gateway: dict) -> SparkContext:
     """A Python SparkContext over the runner's running JVM SparkContext."""
     from pyspark.java_gateway import launch_gateway

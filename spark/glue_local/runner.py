@@ -39,6 +39,7 @@ from glue_local import (
     glue_versions,
     jobs_api,
     run_args,
+    run_forks,
     run_history,
     run_setup,
 )
@@ -59,6 +60,7 @@ STOP_GRACE_SECONDS = 10.0  # a stopped run's process gets this long to exit on S
 # imports (a second or two of CPU) then leave a short run alone, yet a long one's
 # follower, started as soon as it ends, finds the spare ready (bench/bench_freshness.py)
 SPARE_AFTER_START_SECONDS = 2.0
+RUN_STARTS = ("fork", "spawn")  # settings.ENV_GLUE_RUN_START
 _SPARK_IMPORT = re.compile(r"^\s*(from|import)\s+(pyspark|awsglue)\b", re.MULTILINE)
 
 
@@ -88,6 +90,14 @@ def parse_metrics(text: str) -> dict | None:
             except ValueError:
                 log.warning("ignoring malformed metrics line: %s", line[:200])
     return found
+
+
+def run_start(env: Mapping[str, str]) -> str:
+    start = env.get(settings.ENV_GLUE_RUN_START, RUN_STARTS[0])
+    if start not in RUN_STARTS:
+        raise ValueError(f"{settings.ENV_GLUE_RUN_START}={start!r}: expected one of "
+                         f"{', '.join(RUN_STARTS)}")
+    return start
 
 
 def bookmark_option(arguments: Mapping[str, str]) -> str:
@@ -124,6 +134,9 @@ def _child_env() -> dict[str, str]:
     return env
 
 
+RunProcess = subprocess.Popen | run_forks.ForkedProcess
+
+
 def _spawn(runtime: glue_runtimes.Runtime | None = None) -> subprocess.Popen:
     """A run process: the lab's Python, or the interpreter of the run's Glue runtime."""
     python, env = sys.executable, None
@@ -137,13 +150,13 @@ def _spawn(runtime: glue_runtimes.Runtime | None = None) -> subprocess.Popen:
         start_new_session=True, text=True, encoding="utf-8", errors="replace", bufsize=1)
 
 
-def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+def _signal_group(proc: RunProcess, sig: int) -> None:
     """Signal the run's process group (it leads its own session)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
 
 
-def _reap_group(proc: subprocess.Popen) -> None:
+def _reap_group(proc: RunProcess) -> None:
     """Once the run's process exits, what it left running goes too (on Glue the job's
     cluster ends with the script), so nothing holds the output pipe open."""
     proc.wait()
@@ -158,7 +171,7 @@ class GlueRuntimeMissing(RuntimeError):
 @dataclass
 class _Active:
     job_name: str
-    proc: subprocess.Popen | None = None
+    proc: RunProcess | None = None
     ended_by: str | None = None  # STOPPED / TIMEOUT / FAILED (shutdown, dead driver)
     error: str | None = None  # why, when ended_by is FAILED
     on_driver: bool = False  # it holds the Spark driver
@@ -178,8 +191,11 @@ class Runner:
                              on_state=lambda d: write_driver_state(self.state_dir, d))
         self._queue: queue.Queue = queue.Queue()
         self._active: dict[str, _Active] = {}
-        self._spare: subprocess.Popen | None = None
+        self._spare: RunProcess | None = None
         self._spare_lock = threading.Lock()
+        self._run_start = run_start(self.env)
+        self._forks: run_forks.ForkServer | None = None
+        self._forks_lock = threading.Lock()
         self._closing = False
         self._thread: threading.Thread | None = None
 
@@ -258,6 +274,10 @@ class Runner:
                 self._spare.kill()
                 self._spare.wait()
                 self._spare = None
+        with self._forks_lock:
+            if self._forks is not None:
+                self._forks.close()
+                self._forks = None
 
     def settle_all(self) -> None:
         """Queued (WAITING) runs of every job: into free slots, or FAILED after waiting
@@ -270,7 +290,7 @@ class Runner:
             log.exception("settling queued runs failed")
 
     # processes
-    def _take_process(self, runtime: glue_runtimes.Runtime | None = None) -> subprocess.Popen:
+    def _take_process(self, runtime: glue_runtimes.Runtime | None = None) -> RunProcess:
         """A run process: the spare one (PySpark/awsglue already imported) if there is one;
         a run of another Glue runtime than the lab's gets a new one of that runtime."""
         if runtime is not None and not runtime.shared_driver:
@@ -278,8 +298,23 @@ class Runner:
         with self._spare_lock:
             proc, self._spare = self._spare, None
         if proc is None or proc.poll() is not None:
-            proc = _spawn()
+            proc = self._new_process()
         return proc
+
+    def _new_process(self) -> RunProcess:
+        """A run process of the lab's runtime: forked from the fork server (started on
+        first use, and again should it die), or spawned if forking fails or is off."""
+        if self._run_start == "fork":
+            with self._forks_lock:
+                try:
+                    if self._forks is None or not self._forks.alive:
+                        if self._forks is not None:
+                            self._forks.close()
+                        self._forks = run_forks.ForkServer(sys.executable, _child_env())
+                    return self._forks.fork()
+                except OSError as e:
+                    log.warning("forking a run process failed (%s): spawning one", e)
+        return _spawn()
 
     def _ensure_spare(self) -> None:
         """Start the next spare process: SPARE_AFTER_START_SECONDS into a run, or when it
@@ -287,10 +322,10 @@ class Runner:
         with self._spare_lock:
             if self._closing or (self._spare is not None and self._spare.poll() is None):
                 return
-            self._spare = _spawn()
+            self._spare = self._new_process()
 
     @staticmethod
-    def _wait_ready(proc: subprocess.Popen) -> None:
+    def _wait_ready(proc: RunProcess) -> None:
         before = []  # e.g. warnings printed while importing
         for line in proc.stdout:
             if line.strip() == "ready":
