@@ -11,13 +11,12 @@ from pathlib import Path
 from pipeline_contract import settings
 from pipeline_contract.job_config import aws_spark_conf, catalog_token_conf, local_spark_conf
 
-# The driver's JIT. "c1": the quick compiler only. On a fresh lab driver running a small
-# batch every few seconds, the optimizing compiler (C2) took half its CPU (19 s of 38 s
-# over 4 one-row runs) on 2 cores; with C1 alone the driver used 24.5 s and idle
-# commit -> visible fell from 10.4 to 7.8 s p50. Large batches run slower on C1 code:
-# "tiered" (the JVM's default) for heavy loads. docs/performance.md
+# The driver's JIT. "tiered", the JVM's own, by default: with 1M rows in silver, C1 alone
+# ("c1") made the full load 2x slower (203 s against 101 s), a 100k-row transaction 1.5x
+# slower and idle commit -> visible slower too (14.0 against 11.4 s p50), though on a
+# fresh driver with one-row batches it spends less CPU compiling. docs/performance.md
 JIT_OPTIONS = {"c1": " -XX:TieredStopAtLevel=1", "tiered": ""}
-DEFAULT_JIT = "c1"
+DEFAULT_JIT = "tiered"
 
 
 def jit_options(env: Mapping[str, str]) -> str:
