@@ -129,7 +129,7 @@ def summarize(probes: Iterable[ProbeTimes]) -> dict:
 # Main at 13d5a8a, measured 2026-11-26 13:44 on this machine's size (2 cores), quiet,
 # `--probes 15 --rate 500` (docs/performance.md, "Second run"): what each later run of the
 # bench is compared with, and issue 27's targets (p50, p90 seconds).
-BASELINE = {"commit": "13d5a8a", "measured": "2026-11-26T13:44Z",
+BASELINE = {"commit": "13d5a8a", "measured": "2026-11-26T13:44Z", "rows": 1000,
             "idle": {"p50": 10.06, "p90": 14.20},
             "load": {"p50": 18.08, "p90": 24.72, "changes_per_second": 401}}
 TARGETS = {"idle": {"p50": 1.5, "p90": 2.5}, "load": {"p50": 3.0, "p90": 5.0},
@@ -142,6 +142,9 @@ def against_baseline(result: Mapping) -> dict:
     """Per phase measured (idle, load): commit -> visible p50/p90 as the baseline's
     multiple (`speedup`, > 1 is faster) and whether issue 27's target is met."""
     out: dict = {"baseline": BASELINE, "targets": TARGETS}
+    rows = (result.get("params") or {}).get("rows", BASELINE["rows"])
+    if rows != BASELINE["rows"]:  # probes merge into a bigger silver table: slower
+        out["baseline_comparable"] = False
     for phase in ("idle", "load"):
         spread_ = (result.get(phase) or {}).get("commit_to_visible_seconds") or {}
         if not spread_.get("count"):

@@ -187,6 +187,9 @@ def test_each_phase_is_compared_with_the_baseline_and_the_target() -> None:
     assert out["idle"]["p50"] == {"now": 2.515, "baseline": 10.06, "speedup": 4.0,
                                   "target": 1.5, "target_met": False}
     assert out["idle"]["p90"]["target_met"] and "load" not in out
+    assert "baseline_comparable" not in out
+    assert fs.against_baseline({**result, "params": {"rows": 10**6}})["baseline_comparable"] \
+        is False
 
 
 def test_idle_memory_and_big_transactions_are_held_to_their_targets() -> None:
