@@ -427,8 +427,10 @@ def run(args: argparse.Namespace, state: Path) -> tuple[int, dict]:
         spec = published_specs(env, p)[0]
         _catalog, namespace, table = spec["silver_table"].split(".", 2)
         catalog = silver_catalog(env)
-        poller = SilverPoller(lambda: catalog.load_table(f"{namespace}.{table}"),
-                              spec["keys"][0], args.poll)
+        def load_silver():
+            return catalog.load_table(f"{namespace}.{table}")
+
+        poller = SilverPoller(load_silver, spec["keys"][0], args.poll)
         poller.start()
         result["machine"]["load_avg_1_5_15"] = [round(x, 2) for x in os.getloadavg()]
         common = {"probes": args.probes, "interval": args.interval, "settle": args.settle}
@@ -437,8 +439,7 @@ def run(args: argparse.Namespace, state: Path) -> tuple[int, dict]:
         result["idle_memory"] = idle_memory(stack)
         if args.big_transaction:
             result["big_transaction"] = big_transaction(
-                dsn, p, lambda: catalog.load_table(f"{namespace}.{table}"), spec["keys"][0],
-                args.big_transaction, args.settle * 5)
+                dsn, p, load_silver, spec["keys"][0], args.big_transaction, args.settle * 5)
         if args.rate:
             # the load goes on while the last probes travel (about 15 s under load)
             duration = args.warmup + args.probes * args.interval + 15

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -98,6 +98,15 @@ LAB_BATCH_QUIET_S = 0.1
 LAB_WATCH_INTERVAL_S = 0.25
 PROFILE_LOCAL = "local"
 PROFILE_AWS = "aws"
+
+
+def env_choice(env: Mapping[str, str], name: str, choices: Sequence[str],
+               default: str) -> str:
+    """A setting from `env` that must be one of `choices`; anything else is refused by name."""
+    value = env.get(name, default)
+    if value not in choices:
+        raise ValueError(f"{name}={value!r}: expected one of {', '.join(choices)}")
+    return value
 
 
 def cache_dir() -> Path:

@@ -56,9 +56,10 @@ EXIT_DRIVER_LOST = 70  # EX_SOFTWARE: the service exits when no new driver can s
 RESERVED_ARGS = ("--JOB_NAME", "--JOB_ID", "--JOB_RUN_ID")
 SETTLE_INTERVAL_SECONDS = 2.0  # how often queued runs are looked at between runs
 STOP_GRACE_SECONDS = 10.0  # a stopped run's process gets this long to exit on SIGTERM
-# The next spare process starts this long into a run, or when the run ends if sooner: its
-# imports (a second or two of CPU) then leave a short run alone, yet a long one's
-# follower, started as soon as it ends, finds the spare ready (bench/bench_freshness.py)
+# The next spare process starts this long into a run, or when the run ends if sooner: a
+# spawned one's imports (a second or two of CPU; a forked one's far less) then leave a
+# short run alone, yet a long one's follower, started as soon as it ends, finds the spare
+# ready (bench/bench_freshness.py)
 SPARE_AFTER_START_SECONDS = 2.0
 RUN_STARTS = ("fork", "spawn")  # settings.ENV_GLUE_RUN_START
 _SPARK_IMPORT = re.compile(r"^\s*(from|import)\s+(pyspark|awsglue)\b", re.MULTILINE)
@@ -93,11 +94,7 @@ def parse_metrics(text: str) -> dict | None:
 
 
 def run_start(env: Mapping[str, str]) -> str:
-    start = env.get(settings.ENV_GLUE_RUN_START, RUN_STARTS[0])
-    if start not in RUN_STARTS:
-        raise ValueError(f"{settings.ENV_GLUE_RUN_START}={start!r}: expected one of "
-                         f"{', '.join(RUN_STARTS)}")
-    return start
+    return settings.env_choice(env, settings.ENV_GLUE_RUN_START, RUN_STARTS, RUN_STARTS[0])
 
 
 def bookmark_option(arguments: Mapping[str, str]) -> str:

@@ -20,11 +20,8 @@ DEFAULT_JIT = "tiered"
 
 
 def jit_options(env: Mapping[str, str]) -> str:
-    jit = env.get(settings.ENV_DRIVER_JIT, DEFAULT_JIT)
-    if jit not in JIT_OPTIONS:
-        raise ValueError(f"{settings.ENV_DRIVER_JIT}={jit!r}: expected one of "
-                         f"{', '.join(JIT_OPTIONS)}")
-    return JIT_OPTIONS[jit]
+    return JIT_OPTIONS[settings.env_choice(env, settings.ENV_DRIVER_JIT, tuple(JIT_OPTIONS),
+                                           DEFAULT_JIT)]
 
 
 def catalog_conf(env: Mapping[str, str], p: settings.PipelineSettings) -> dict[str, str]:
