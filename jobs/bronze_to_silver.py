@@ -56,6 +56,8 @@ FILE, RECORD, LINE = f"{INTERNAL}file", f"{INTERNAL}record", f"{INTERNAL}line"
 REASON, RAW, ORDER = f"{INTERNAL}reason", f"{INTERNAL}raw", f"{INTERNAL}read_order"
 OP, LOAD, RANK, ACTION = f"{INTERNAL}op", f"{INTERNAL}load", f"{INTERNAL}rank", f"{INTERNAL}action"
 OLD_KEY, BEFORE = f"{INTERNAL}old_key", f"{INTERNAL}before_"  # a moved row's old key
+FILL, PART, BASE = f"{INTERNAL}fill_seq", f"{INTERNAL}partition", f"{INTERNAL}base"
+PART_SHIFT = 33  # monotonically_increasing_id(): the partition above bit 33
 
 # Java regexes (rlike) for the text forms DMS writes, by Spark type; try_cast rejects
 # what a pattern lets through (2020-02-30, an INT out of range).
@@ -222,36 +224,76 @@ def with_virtual_columns(bronze_df, spec: dict):
 
 def bronze_records(bronze_df, spec: dict, file_column: str = SOURCE_FILE_COLUMN):
     """Glue's rows as quarantine-ready records: FILE, RECORD, LINE, REASON, RAW, then the
-    bronze columns.
+    bronze columns (`read_records`, then `numbered` by its own `account`)."""
+    records = read_records(bronze_df, spec, file_column)
+    return numbered(records, account(records)[3], spec)
 
-    record_number counts the file's records as read, a header row being record 1 when
-    the endpoint writes one (bronze_header; Glue's readers report no line numbers:
-    line_number is NULL). Full-load rows have no
-    $AR_H_CHANGE_SEQ (DMS leaves it empty): they come before every change, so they get
-    the lowest sequences, by record number. raw_fields is the record's fields as JSON.
+
+def read_records(bronze_df, spec: dict, file_column: str = SOURCE_FILE_COLUMN):
+    """Glue's rows as records not yet numbered: FILE, ORDER (the read order), LINE,
+    REASON, RAW, FILL (the change sequence is the record number's), the bronze columns.
+
+    Glue's readers report no line numbers: line_number is NULL. Full-load rows have no
+    $AR_H_CHANGE_SEQ (DMS leaves it empty): they come before every change, so `numbered`
+    gives them the lowest sequences, by record number; validated here as such. raw_fields
+    is the record's fields as JSON.
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.window import Window
 
     names = [c["name"] for c in spec["bronze_columns"]]
     seq = role_column(spec, ROLE_CHANGE_SEQ)
-    in_file = Window.partitionBy(file_column).orderBy(ORDER)
-    first = 1 if spec.get("bronze_header", True) else 0
-    record_number = F.col(RECORD)
     is_load = F.regexp_extract(F.col(file_column), r"(^|/)LOAD[^/]*$", 0) != ""
     return (
         bronze_df.withColumn(ORDER, F.monotonically_increasing_id())
-        .withColumn(RECORD, (F.row_number().over(in_file) + first).cast("long"))
         .withColumn(RAW, F.to_json(F.array(*[F.col(q(c)).cast("string") for c in names])))
-        .withColumn(seq, F.when(
-            F.col(q(seq)).isNull() & is_load,
-            F.concat(F.lit(FULL_LOAD_LSN), F.lpad(record_number.cast("string"), 15, "0")),
-        ).otherwise(F.col(q(seq))))
+        .withColumn(FILL, F.col(q(seq)).isNull() & is_load)
+        .withColumn(seq, F.when(F.col(FILL), F.lit(FULL_LOAD_LSN.ljust(35, "0")))
+                    .otherwise(F.col(q(seq))))
         .withColumn(REASON, reason_column(spec))
-        .select(F.col(file_column).alias(FILE), RECORD,
-                F.lit(None).cast("long").alias(LINE), REASON, RAW,
+        .select(F.col(file_column).alias(FILE), ORDER,
+                F.lit(None).cast("long").alias(LINE), REASON, RAW, FILL,
                 *[F.col(q(c)) for c in names])
     )
+
+
+def numbered(records, spans: list, spec: dict):
+    """The records (read_records) with RECORD, the record's number in its file, a header
+    row being record 1 when the endpoint writes one (bronze_header), and full-load rows'
+    change sequences.
+
+    Each partition reads its files in order, one after another (ORDER: the partition in
+    the upper 31 bits, the row's place in it below), so a record's number is its place in
+    its file's run of rows in that partition plus the rows of the file's earlier
+    partitions: a small broadcast join, not a window that moves every row of a file into
+    one task. Spans that are not runs fall back to that window."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.window import Window
+
+    first = 1 if spec.get("bronze_header", True) else 0
+    seq = role_column(spec, ROLE_CHANGE_SEQ)
+    bases, seen = [], {}
+    for file, part, count, lowest, highest in sorted(spans, key=lambda s: (s[0], s[1])):
+        if highest - lowest + 1 != count:
+            bases = None
+            break
+        bases.append((file, part, seen.get(file, 0) + first + 1 - lowest))
+        seen[file] = seen.get(file, 0) + count
+    if bases is None:
+        in_file = Window.partitionBy(FILE).orderBy(ORDER)
+        with_record = records.withColumn(RECORD, F.row_number().over(in_file) + first)
+    else:
+        spark = records.sparkSession
+        base = spark.createDataFrame(bases, f"{FILE} string, {PART} long, {BASE} long")
+        with_record = (records.withColumn(PART, F.shiftright(ORDER, PART_SHIFT))
+                       .join(F.broadcast(base), [FILE, PART], "left")
+                       .withColumn(RECORD, F.col(ORDER) + F.col(BASE)))
+    record = F.col(RECORD).cast("long")
+    return with_record.select(
+        FILE, record.alias(RECORD), LINE, REASON, RAW,
+        *[F.when(F.col(FILL), F.concat(F.lit(FULL_LOAD_LSN),
+                                       F.lpad(record.cast("string"), 15, "0")))
+          .otherwise(F.col(q(c["name"]))).alias(c["name"]) if c["name"] == seq
+          else F.col(q(c["name"])) for c in spec["bronze_columns"]])
 
 
 def silver_projection(spec: dict) -> list:
@@ -375,23 +417,29 @@ class UnaccountedRowsError(RuntimeError):
     """Rows were read whose file is unknown: committing the bookmark could lose them."""
 
 
-def account(records) -> tuple[list[str], int, int]:
-    """(files, rows, quarantined) of this run's records (bronze_records), in one pass.
+def account(records) -> tuple[list[str], int, int, list[tuple]]:
+    """(files, rows, quarantined, spans) of this run's records (read_records), in one
+    pass; a span is (file, partition, rows, lowest and highest ORDER) for `numbered`.
     The files come from Glue's attachFilename column. Fails (before job.commit() can
     advance the bookmark) if any row lacks its file name, or rows were read but no file
     recorded: never a silent skip."""
     from pyspark.sql import functions as F
 
-    per_file = {r[0]: (r[1], r[2]) for r in records.groupBy(FILE).agg(
-        F.count(F.lit(1)), F.count(REASON)).collect()}
-    unnamed = per_file.pop(None, (0, 0))[0]
-    rows = sum(n for n, _ in per_file.values())
-    files = sorted(per_file)
+    spans, unnamed, rows, quarantined = [], 0, 0, 0
+    for file, part, n, bad, lowest, highest in records.groupBy(
+            FILE, F.shiftright(ORDER, PART_SHIFT)).agg(
+            F.count(F.lit(1)), F.count(REASON), F.min(ORDER), F.max(ORDER)).collect():
+        if file is None:
+            unnamed += n
+            continue
+        spans.append((file, part, n, lowest, highest))
+        rows, quarantined = rows + n, quarantined + bad
+    files = sorted({s[0] for s in spans})
     if unnamed or (rows and not files):
         raise UnaccountedRowsError(
             f"{unnamed} of {rows + unnamed} bronze rows have no source file "
             f"(Glue's attachFilename): refusing to commit the job bookmark")
-    return files, rows, sum(bad for _, bad in per_file.values())
+    return files, rows, quarantined, spans
 
 
 def _on(keys: list[str], left: str, right: str) -> str:
@@ -417,18 +465,19 @@ def run(spark, bronze_df, spec: dict, run_id: str,
         return {"files": 0, "rows_read": 0, "quarantined": 0, "valid": 0, "inserted": 0,
                 "updated": 0, "deleted": 0, "old_keys_deleted": 0, "skipped": 0,
                 "latency": [], "phase_seconds": phases.seconds}
-    # Read once (the bronze files are Glue's to read), numbered, validated, cached.
-    parsed = bronze_records(with_virtual_columns(bronze_df, spec), spec).cache()
-    files, rows, quarantined = account(parsed)
+    # Not cached: accounting reads only the columns it validates, then the valid rows flow
+    # once into the dedup below (caching a big full load cost more than reading it twice).
+    read = read_records(with_virtual_columns(bronze_df, spec), spec)
+    files, rows, quarantined, spans = account(read)
+    parsed = numbered(read, spans, spec)
     phases.done("read and validate", f"{len(files)} files, {rows} records")
     metrics: dict = {"files": len(files), "rows_read": rows, "quarantined": quarantined}
     if not files:
-        parsed.unpersist()
         return metrics | {"valid": 0, "inserted": 0, "updated": 0, "deleted": 0,
                           "old_keys_deleted": 0, "skipped": 0, "latency": [],
                           "phase_seconds": phases.seconds}
 
-    bad = parsed.where(F.col(REASON).isNotNull())
+    bad = parsed.where(F.col(REASON).isNotNull()).cache()
     if metrics["quarantined"]:
         logged = bad.limit(MAX_LOGGED_BAD_ROWS).collect()
         for r in logged:
@@ -523,7 +572,7 @@ def run(spark, bronze_df, spec: dict, run_id: str,
     if compacted:
         phases.done("compact", ", ".join(compacted))
     src.unpersist()  # the runner's session is warm and shared by later runs
-    parsed.unpersist()
+    bad.unpersist()
     return metrics | {
         "valid": metrics["rows_read"] - metrics["quarantined"],
         "inserted": counts.get("insert", 0),

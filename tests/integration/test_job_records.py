@@ -114,6 +114,49 @@ def test_full_load_rows_come_first_cdc_rows_without_a_sequence_are_bad(glue, tmp
     assert "change_seq is not 35 digits" in cdc["reason"]
 
 
+def test_records_are_numbered_in_their_file_across_partitions(spark, glue, tmp_path) -> None:
+    """Splits of one file in several partitions, several files in one partition: each
+    record's number is its place in its file (as a window over the file would give), and
+    a span that is not a run of rows falls back to that window with the same numbers."""
+    sizes = {"20261122-101500001.csv": 2, "LOAD00000001.csv": 40, "20261122-101500002.csv": 3}
+    for name, n in sizes.items():
+        body = "".join(GOOD.replace(",1,", f",{i},", 1) for i in range(n))
+        if name.startswith("LOAD"):
+            body = body.replace(f",{SEQ}\n", ",\n")
+        (tmp_path / name).write_text(HEADER + body)
+    split = {"spark.sql.files.maxPartitionBytes": "800", "spark.sql.files.openCostInBytes": "1"}
+    before = {k: spark.conf.get(k) for k in split}
+    for k, v in split.items():
+        spark.conf.set(k, v)
+    try:
+        frame = glue.create_dynamic_frame.from_options(
+            connection_type="s3", connection_options={"paths": [tmp_path.as_uri()]},
+            format="csv", format_options={"withHeader": True, "multiLine": False,
+                                          "attachFilename": job.SOURCE_FILE_COLUMN})
+        records = job.read_records(frame.toDF(), SPEC).cache()
+        files, rows, bad, spans = job.account(records)
+        ours = job.numbered(records, spans, SPEC).collect()
+        window = job.numbered(records, [(*s[:4], s[4] + 1) for s in spans], SPEC).collect()
+        records.unpersist()
+    finally:
+        for k, v in before.items():
+            spark.conf.set(k, v)
+    assert (len(files), rows, bad) == (3, 45, 0)
+    parts = {}
+    for file, part, *_ in spans:
+        parts.setdefault(part, set()).add(file)
+    assert len(spans) > len(files) and max(len(f) for f in parts.values()) > 1  # mixed
+    for got in (ours, window):
+        by_file: dict[str, list[tuple[int, int]]] = {}
+        for r in got:
+            by_file.setdefault(r[job.FILE].rsplit("/", 1)[1], []).append(
+                (r[job.RECORD], int(r["id"])))
+        assert {f: sorted(v) for f, v in by_file.items()} == {
+            f: [(i + 2, i) for i in range(n)] for f, n in sizes.items()}
+    load = sorted(r["change_seq"] for r in ours if "LOAD" in r[job.FILE])
+    assert load == ["0" * 20 + f"{i + 2:015d}" for i in range(40)]
+
+
 # --- the validation rules against a Python oracle -------------------------------------
 def oracle(row: dict) -> str | None:
     """The rules as written in the job's docstring, in plain Python."""
@@ -199,9 +242,9 @@ def test_rows_without_a_source_file_stop_the_run_before_the_bookmark(spark) -> N
     df = spark.createDataFrame([good + ("s3://b/a.csv",), good + (None,)],
                                ", ".join(f"`{c}` string" for c in columns))
     with pytest.raises(job.UnaccountedRowsError, match="1 of 2 bronze rows"):
-        job.account(job.bronze_records(df, SPEC))
+        job.account(job.read_records(df, SPEC))
     named = df.where(f"{job.SOURCE_FILE_COLUMN} IS NOT NULL")
-    files, rows, bad = job.account(job.bronze_records(named, SPEC))
+    files, rows, bad, _spans = job.account(job.read_records(named, SPEC))
     assert (files, rows, bad) == (["s3://b/a.csv"], 1, 0)
 
 

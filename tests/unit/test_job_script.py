@@ -136,7 +136,8 @@ def test_the_jobs_own_columns_cannot_collide_with_a_tables() -> None:
     the spec refuses a table column with that prefix."""
     assert job.INTERNAL == INTERNAL_PREFIX
     own = [job.FILE, job.RECORD, job.LINE, job.REASON, job.RAW, job.ORDER, job.OP, job.LOAD,
-           job.RANK, job.ACTION, job.OLD_KEY, job.BEFORE, job.SOURCE_FILE_COLUMN]
+           job.RANK, job.ACTION, job.OLD_KEY, job.BEFORE, job.FILL, job.PART, job.BASE,
+           job.SOURCE_FILE_COLUMN]
     assert all(c.startswith(INTERNAL_PREFIX) for c in own) and len(set(own)) == len(own)
     source = hosts_source()
     clash = [*source.columns, SourceColumn("_cdclab_op", PgType("text"))]
