@@ -276,8 +276,9 @@ def numbered(records, spans: list, spec: dict):
         if highest - lowest + 1 != count:
             bases = None
             break
-        bases.append((file, part, seen.get(file, 0) + first + 1 - lowest))
-        seen[file] = seen.get(file, 0) + count
+        earlier = seen.get(file, 0)  # the file's rows in earlier partitions
+        bases.append((file, part, earlier + first + 1 - lowest))
+        seen[file] = earlier + count
     if bases is None:
         in_file = Window.partitionBy(FILE).orderBy(ORDER)
         with_record = records.withColumn(RECORD, F.row_number().over(in_file) + first)
@@ -288,12 +289,14 @@ def numbered(records, spans: list, spec: dict):
                        .join(F.broadcast(base), [FILE, PART], "left")
                        .withColumn(RECORD, F.col(ORDER) + F.col(BASE)))
     record = F.col(RECORD).cast("long")
-    return with_record.select(
-        FILE, record.alias(RECORD), LINE, REASON, RAW,
-        *[F.when(F.col(FILL), F.concat(F.lit(FULL_LOAD_LSN),
-                                       F.lpad(record.cast("string"), 15, "0")))
-          .otherwise(F.col(q(c["name"]))).alias(c["name"]) if c["name"] == seq
-          else F.col(q(c["name"])) for c in spec["bronze_columns"]])
+    return (
+        with_record.withColumn(RECORD, record)
+        .withColumn(seq, F.when(F.col(FILL), F.concat(
+            F.lit(FULL_LOAD_LSN), F.lpad(record.cast("string"), 15, "0")))
+            .otherwise(F.col(q(seq))))
+        .select(FILE, RECORD, LINE, REASON, RAW,
+                *[F.col(q(c["name"])) for c in spec["bronze_columns"]])
+    )
 
 
 def silver_projection(spec: dict) -> list:
@@ -477,8 +480,8 @@ def run(spark, bronze_df, spec: dict, run_id: str,
                           "old_keys_deleted": 0, "skipped": 0, "latency": [],
                           "phase_seconds": phases.seconds}
 
-    bad = parsed.where(F.col(REASON).isNotNull()).cache()
     if metrics["quarantined"]:
+        bad = parsed.where(F.col(REASON).isNotNull()).cache()  # logged, then merged
         logged = bad.limit(MAX_LOGGED_BAD_ROWS).collect()
         for r in logged:
             log(f"QUARANTINED {r[FILE]} record {r[RECORD]}: {r[REASON]}")
@@ -495,6 +498,7 @@ def run(spark, bronze_df, spec: dict, run_id: str,
             ON q.source_file = b.source_file AND q.record_number = b.record_number
                AND q.raw_fields <=> b.raw_fields
             WHEN NOT MATCHED THEN INSERT *""")
+        bad.unpersist()
         phases.done("quarantine", f"{metrics['quarantined']} records")
 
     op = role_column(spec, ROLE_OP)
@@ -572,7 +576,6 @@ def run(spark, bronze_df, spec: dict, run_id: str,
     if compacted:
         phases.done("compact", ", ".join(compacted))
     src.unpersist()  # the runner's session is warm and shared by later runs
-    bad.unpersist()
     return metrics | {
         "valid": metrics["rows_read"] - metrics["quarantined"],
         "inserted": counts.get("insert", 0),
