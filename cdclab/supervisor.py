@@ -8,6 +8,7 @@ start and kept, so addresses stay stable across `down`/`up`.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -27,6 +28,7 @@ from cdclab.services.base import (
     ServiceError,
     StackContext,
     free_port,
+    is_zombie,
     pid_alive,
     port_is_free,
     private_dir,
@@ -44,6 +46,7 @@ LOCK_FILE = "stack.lock"  # held by whoever starts or stops services: CLI, tests
 KEEPER = "keeper"  # the process that restarts services that die (cdclab.keeper)
 KEEPER_FILE = "keeper.json"  # what it saw and did, per service (restart_policy.ServiceLife)
 ENV_FILE = "cdclab.env"
+CHILD_EXIT_WAIT_SECONDS = 5.0  # a killed child's threads take a moment to exit
 
 Progress = Callable[[str], None]
 
@@ -207,12 +210,25 @@ class Stack:
             return None
         pid, started = entry["pid"], entry.get("start_time")
         child = self._children.get(name)
-        if child is not None and child.pid == pid and child.poll() is not None:
-            return None  # our child, reaped here so its exit status is kept
+        if child is not None and child.pid == pid:
+            return None if self._child_ended(child) else pid
         # A PID is ours only if its start time matches: never signal a reused PID.
         if pid_alive(pid) and _proc_start_time(pid) == started:
             return pid
         return None
+
+    @staticmethod
+    def _child_ended(child: subprocess.Popen) -> bool:
+        """Whether a process this one started has ended, reaped only through its Popen so
+        its exit status is kept (an unreaped child's PID cannot be reused)."""
+        if child.poll() is not None:
+            return True
+        if not is_zombie(child.pid):
+            return False
+        # killed, its threads still exiting: the status comes once they are gone
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=CHILD_EXIT_WAIT_SECONDS)
+        return True
 
     def exit_code(self, name: str) -> int | None:
         """How a service this process started ended (negative: the signal); None if it

@@ -118,11 +118,19 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     # a zombie of someone else's still counts as gone
+    return not is_zombie(pid)
+
+
+def is_zombie(pid: int) -> bool:
+    """Exited (or gone), as /proc tells, without reaping it. A multi-threaded process
+    (a Go server) shows its leader as a zombie while its other threads still exit:
+    its parent cannot collect the exit status until they have."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] != "Z"
-    except OSError:
-        return False
+            # the name (field 2) is in parentheses and may hold spaces
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def python_module(module: str, *args: str) -> list[str]:

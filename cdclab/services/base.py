@@ -34,6 +34,7 @@ from pipeline_contract.service_kit import (  # noqa: F401 - the interface, for t
     Service,
     ServiceError,
     StackContext,
+    is_zombie,
     pid_alive,
     private_dir,
     python_module,
