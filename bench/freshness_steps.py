@@ -34,7 +34,7 @@ STEPS = (*CHAIN, "job_setup", *JOB_PHASES, "catalog_refresh")
 # silver commit (merge tombstones, compact) are not on the way to a silver row
 PHASE_STEPS = {"ensure tables": "ensure_tables", "read and validate": "read",
                "quarantine": "read", "dedup and classify": "dedup",
-               "merge into silver": "merge_commit"}
+               "merge into silver": "merge_commit", "insert into silver": "merge_commit"}
 TIMESTAMP_NAMES = ("named", "stored", "noticed", "requested", "running", "snapshot")
 
 

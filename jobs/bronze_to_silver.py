@@ -22,12 +22,16 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 import time
 import uuid
+from typing import NamedTuple
 
 OPS = ("I", "U", "D")
 FULL_LOAD_LSN = "0" * 20
+# DMS names full-load files LOADnnnnnnnn; CDC files are named by their time
+FULL_LOAD_FILE = r"(^|/)(LOAD[^/]*)$"
 MAX_LOGGED_BAD_ROWS = 200
 MAX_REPORTED_BAD_ROWS = 5  # in the run's metrics (cdclab status / quarantine show them)
 MAX_FILES_BEFORE_COMPACTION = 48  # data + delete files of a table
@@ -226,7 +230,7 @@ def bronze_records(bronze_df, spec: dict, file_column: str = SOURCE_FILE_COLUMN)
     """Glue's rows as quarantine-ready records: FILE, RECORD, LINE, REASON, RAW, then the
     bronze columns (`read_records`, then `numbered` by its own `account`)."""
     records = read_records(bronze_df, spec, file_column)
-    return numbered(records, account(records)[3], spec)
+    return numbered(records, account(records, spec).spans, spec)
 
 
 def read_records(bronze_df, spec: dict, file_column: str = SOURCE_FILE_COLUMN):
@@ -242,7 +246,7 @@ def read_records(bronze_df, spec: dict, file_column: str = SOURCE_FILE_COLUMN):
 
     names = [c["name"] for c in spec["bronze_columns"]]
     seq = role_column(spec, ROLE_CHANGE_SEQ)
-    is_load = F.regexp_extract(F.col(file_column), r"(^|/)LOAD[^/]*$", 0) != ""
+    is_load = F.regexp_extract(F.col(file_column), FULL_LOAD_FILE, 0) != ""
     return (
         bronze_df.withColumn(ORDER, F.monotonically_increasing_id())
         .withColumn(RAW, F.to_json(F.array(*[F.col(q(c)).cast("string") for c in names])))
@@ -420,29 +424,63 @@ class UnaccountedRowsError(RuntimeError):
     """Rows were read whose file is unknown: committing the bookmark could lose them."""
 
 
-def account(records) -> tuple[list[str], int, int, list[tuple]]:
-    """(files, rows, quarantined, spans) of this run's records (read_records), in one
-    pass; a span is (file, partition, rows, lowest and highest ORDER) for `numbered`.
-    The files come from Glue's attachFilename column. Fails (before job.commit() can
-    advance the bookmark) if any row lacks its file name, or rows were read but no file
-    recorded: never a silent skip."""
+class Accounting(NamedTuple):
+    files: list[str]  # this run's files, sorted
+    rows: int
+    quarantined: int
+    spans: list[tuple]  # (file, partition, rows, lowest and highest ORDER): `numbered`
+    changes: int  # valid records that are not inserts (Op other than I)
+
+
+def account(records, spec: dict) -> Accounting:
+    """What this run's records (read_records) hold, in one pass. The files come from
+    Glue's attachFilename column. Fails (before job.commit() can advance the bookmark) if
+    any row lacks its file name, or rows were read but no file recorded: never a silent
+    skip."""
     from pyspark.sql import functions as F
 
-    spans, unnamed, rows, quarantined = [], 0, 0, 0
-    for file, part, n, bad, lowest, highest in records.groupBy(
+    op = F.col(q(role_column(spec, ROLE_OP)))
+    change = F.col(REASON).isNull() & ~op.eqNullSafe("I")
+    spans, unnamed, rows, quarantined, changes = [], 0, 0, 0, 0
+    for file, part, n, bad, changed, lowest, highest in records.groupBy(
             FILE, F.shiftright(ORDER, PART_SHIFT)).agg(
-            F.count(F.lit(1)), F.count(REASON), F.min(ORDER), F.max(ORDER)).collect():
+            F.count(F.lit(1)), F.count(REASON), F.count_if(change),
+            F.min(ORDER), F.max(ORDER)).collect():
         if file is None:
             unnamed += n
             continue
         spans.append((file, part, n, lowest, highest))
-        rows, quarantined = rows + n, quarantined + bad
+        rows, quarantined, changes = rows + n, quarantined + bad, changes + changed
     files = sorted({s[0] for s in spans})
     if unnamed or (rows and not files):
         raise UnaccountedRowsError(
             f"{unnamed} of {rows + unnamed} bronze rows have no source file "
             f"(Glue's attachFilename): refusing to commit the job bookmark")
-    return files, rows, quarantined, spans
+    return Accounting(files, rows, quarantined, spans, changes)
+
+
+def is_full_load_file(path: str) -> bool:
+    return re.search(FULL_LOAD_FILE, path) is not None
+
+
+def only_inserts_of_a_full_load(accounted: Accounting) -> bool:
+    """The batch is full-load files whose valid records are all inserts: into tables never
+    written, every latest record is an insert, so no classification is needed."""
+    return (bool(accounted.files) and accounted.changes == 0
+            and all(is_full_load_file(f) for f in accounted.files))
+
+
+def never_written(spark, table: str) -> bool:
+    """The Iceberg table has no snapshot: it is empty and no change ever reached it."""
+    return table_properties(spark, table).get("current-snapshot-id") == "none"
+
+
+def added_records(spark, table: str) -> int:
+    """The records the table's current snapshot added (its summary's count)."""
+    current = table_properties(spark, table)["current-snapshot-id"]
+    [row] = spark.sql(f"SELECT summary['added-records'] AS n FROM {table}.snapshots "
+                      f"WHERE snapshot_id = {int(current)}").collect()
+    return int(row.n)
 
 
 def _on(keys: list[str], left: str, right: str) -> str:
@@ -471,11 +509,13 @@ def run(spark, bronze_df, spec: dict, run_id: str,
     # Not cached: accounting reads only the columns it validates, then the valid rows flow
     # once into the dedup below (caching a big full load cost more than reading it twice).
     read = read_records(with_virtual_columns(bronze_df, spec), spec)
-    files, rows, quarantined, spans = account(read)
-    parsed = numbered(read, spans, spec)
-    phases.done("read and validate", f"{len(files)} files, {rows} records")
-    metrics: dict = {"files": len(files), "rows_read": rows, "quarantined": quarantined}
-    if not files:
+    accounted = account(read, spec)
+    parsed = numbered(read, accounted.spans, spec)
+    phases.done("read and validate",
+                f"{len(accounted.files)} files, {accounted.rows} records")
+    metrics: dict = {"files": len(accounted.files), "rows_read": accounted.rows,
+                     "quarantined": accounted.quarantined}
+    if not accounted.files:
         return metrics | {"valid": 0, "inserted": 0, "updated": 0, "deleted": 0,
                           "old_keys_deleted": 0, "skipped": 0, "latency": [],
                           "phase_seconds": phases.seconds}
@@ -510,7 +550,7 @@ def run(spark, bronze_df, spec: dict, run_id: str,
     cleaned = parsed.where(F.col(REASON).isNull()).select(
         F.col(q(op)).alias(OP), *silver_projection(spec),
         # full-load rows are not CDC changes: no commit-to-silver latency for them
-        F.regexp_extract(FILE, r"(^|/)(LOAD[^/]*)$", 2).alias(LOAD),
+        F.regexp_extract(FILE, FULL_LOAD_FILE, 2).alias(LOAD),
         *[F.expr(castable(before[k], types[k], text)).cast(types[k]).alias(f"{BEFORE}{i}")
           for i, k in enumerate(keys) if before],
     )
@@ -526,6 +566,22 @@ def run(spark, bronze_df, spec: dict, run_id: str,
                                               if before])
     )
     latest.createOrReplaceTempView(f"{view}_latest")
+    names = [c["name"] for c in spec["silver_columns"]]
+    if (only_inserts_of_a_full_load(accounted) and never_written(spark, silver)
+            and never_written(spark, tombstones)):
+        # A first full load: the MERGE's classification would find every row an insert.
+        # An append in one pass, without caching the batch to classify it first.
+        columns = ", ".join(q(n) for n in names)
+        spark.sql(f"INSERT INTO {silver} ({columns}) SELECT {columns} FROM {view}_latest")
+        inserted = added_records(spark, silver)
+        phases.done("insert into silver", f"{inserted} records, a first full load")
+        compacted = maintain(spark, silver, compact_after)
+        if compacted:
+            phases.done("compact", silver)
+        return metrics | {
+            "valid": metrics["rows_read"] - metrics["quarantined"], "inserted": inserted,
+            "updated": 0, "deleted": 0, "old_keys_deleted": 0, "skipped": 0,
+            "latency": [], "phase_seconds": phases.seconds}
     # Classify against the current tables; MERGE re-checks the same conditions.
     first = q(keys[0])
     src = spark.sql(f"""
@@ -553,7 +609,6 @@ def run(spark, bronze_df, spec: dict, run_id: str,
     applied_ts = [t for r in by_action for t in r.ts]
     phases.done("dedup and classify")
 
-    names = [c["name"] for c in spec["silver_columns"]]
     updates = ", ".join(f"t.{q(n)} = s.{q(n)}" for n in names if n not in keys)
     spark.sql(f"""
         MERGE INTO {silver} t

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
@@ -217,29 +220,50 @@ def run_job(glue, endpoint: str, job: str, timeout: float = 900.0,
     raise AssertionError(f"job run {run_id} did not finish within {timeout}s")
 
 
-def test_job_matches_merge_model_out_of_order_and_replayed(iceberg_rest: dict, fresh_lake,
-                                                           tmp_path: Path) -> None:
+@dataclass
+class JobLab:
+    """The job registered on a local Glue API over the stack's MinIO and catalog."""
+
+    p: settings.PipelineSettings
+    glue: object
+    endpoint: str
+    tables: Tables
+    s3: object
+
+    def upload(self, name: str, body: str) -> None:
+        self.s3.put_object(Bucket=self.p.lake.bronze_bucket,
+                           Key=f"{self.p.bronze_prefix}/{name}", Body=body.encode())
+
+    def run(self, arguments: dict[str, str] | None = None) -> dict:
+        return run_job(self.glue, self.endpoint, self.p.glue_job.name, arguments=arguments)
+
+
+@contextmanager
+def job_lab(iceberg_rest: dict, tmp_path: Path) -> Iterator[JobLab]:
     p = settings.load_pipeline()
     env = dict(iceberg_rest["env"])
     ctx = StackContext(pipeline=load_pipeline(), state_dir=tmp_path / "state", env=dict(env))
     glue_service = launch(GlueApiService(warm=False), ctx, mounts=(tmp_path,))
     try:
         endpoint = ctx.env[settings.ENV_GLUE_ENDPOINT]
+        keys = {"aws_access_key_id": env[settings.ENV_ACCESS_KEY],
+                "aws_secret_access_key": env[settings.ENV_SECRET_KEY]}
         glue = boto3.client("glue", endpoint_url=endpoint, region_name=settings.DEFAULT_REGION,
-                            aws_access_key_id=env[settings.ENV_ACCESS_KEY],
-                            aws_secret_access_key=env[settings.ENV_SECRET_KEY])
+                            **keys)
         s3 = boto3.client("s3", endpoint_url=env[settings.ENV_S3_ENDPOINT],
-                          region_name=settings.DEFAULT_REGION,
-                          aws_access_key_id=env[settings.ENV_ACCESS_KEY],
-                          aws_secret_access_key=env[settings.ENV_SECRET_KEY])
+                          region_name=settings.DEFAULT_REGION, **keys)
         publish(ctx.env, p, [hosts_spec(p)])  # bronze table and the job's --tables_config
         register_job(glue, p)
-        job = p.glue_job.name
-        tables = Tables(glue, endpoint, tmp_path)
+        yield JobLab(p, glue, endpoint, Tables(glue, endpoint, tmp_path), s3)
+    finally:
+        glue_service.stop()
 
-        def upload(name: str, body: str) -> None:
-            s3.put_object(Bucket=p.lake.bronze_bucket, Key=f"{p.bronze_prefix}/{name}",
-                          Body=body.encode())
+
+def test_job_matches_merge_model_out_of_order_and_replayed(iceberg_rest: dict, fresh_lake,
+                                                           tmp_path: Path) -> None:
+    with job_lab(iceberg_rest, tmp_path) as lab:
+        p, glue, endpoint, tables, upload = lab.p, lab.glue, lab.endpoint, lab.tables, lab.upload
+        job = p.glue_job.name
 
         # run 1: the full load and the LATER CDC file (plus one malformed row)
         upload("LOAD00000001.csv", dms_csv(FULL_LOAD))
@@ -286,5 +310,38 @@ def test_job_matches_merge_model_out_of_order_and_replayed(iceberg_rest: dict, f
         keep = ("last_updated_ts", "url", "name", "since")
         assert {i: {k: str(r[k]) for k in keep} for i, r in blog.items()} == {
             i: {k: str(getattr(r, k)) for k in keep} for i, r in silver.items()}
-    finally:
-        glue_service.stop()
+
+
+def test_a_first_full_load_is_appended_and_later_batches_merged(iceberg_rest: dict, fresh_lake,
+                                                                tmp_path: Path) -> None:
+    """Full-load files of inserts only, into tables never written: the job appends them
+    (no classification), with the same silver and counts the MERGE would give. A repeated
+    key across full-load files keeps its latest record; a quarantined row stays out. Any
+    other batch is merged."""
+    with job_lab(iceberg_rest, tmp_path) as lab:
+        tables, upload = lab.tables, lab.upload
+        second = [ch("I", 7, 0, 7, "seven"), ch("I", 1, 0, 8, "Anna reloaded")]
+        upload("LOAD00000001.csv", dms_csv(FULL_LOAD))
+        upload("LOAD00000002.csv", dms_csv(second, (BAD_LINE,)))
+        m1 = lab.run()
+        assert "insert into silver" in m1["phase_seconds"]
+        assert "merge into silver" not in m1["phase_seconds"]
+        silver, tombs = apply_batch({}, {}, FULL_LOAD + second)
+        assert tables.read()[:2] == (silver, tombs)
+        assert silver[1].name == "Anna reloaded"
+        assert (m1["files"], m1["rows_read"], m1["quarantined"]) == (2, 7, 1)
+        assert (m1["inserted"], m1["updated"], m1["deleted"], m1["skipped"]) == (5, 0, 0, 0)
+
+        # silver written: a later full-load file is merged like any batch
+        reload = [ch("I", 2, 0, 9, "B reloaded"), ch("I", 8, 0, 10, "eight")]
+        upload("LOAD00000003.csv", dms_csv(reload))
+        m2 = lab.run()
+        assert "merge into silver" in m2["phase_seconds"]
+        silver, tombs = apply_batch(silver, tombs, reload)
+        assert (m2["inserted"], m2["updated"]) == (1, 1)
+
+        upload("20260105-090140000.csv", dms_csv(CDC_A))
+        m3 = lab.run()
+        assert "merge into silver" in m3["phase_seconds"]
+        silver, tombs = apply_batch(silver, tombs, CDC_A)
+        assert tables.read()[:2] == (silver, tombs)

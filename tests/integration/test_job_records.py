@@ -134,14 +134,14 @@ def test_records_are_numbered_in_their_file_across_partitions(spark, glue, tmp_p
             format="csv", format_options={"withHeader": True, "multiLine": False,
                                           "attachFilename": job.SOURCE_FILE_COLUMN})
         records = job.read_records(frame.toDF(), SPEC).cache()
-        files, rows, bad, spans = job.account(records)
+        files, rows, bad, spans, changes = job.account(records, SPEC)
         ours = job.numbered(records, spans, SPEC).collect()
         window = job.numbered(records, [(*s[:4], s[4] + 1) for s in spans], SPEC).collect()
         records.unpersist()
     finally:
         for k, v in before.items():
             spark.conf.set(k, v)
-    assert (len(files), rows, bad) == (3, 45, 0)
+    assert (len(files), rows, bad, changes) == (3, 45, 0, 0)
     parts = {}
     for file, part, *_ in spans:
         parts.setdefault(part, set()).add(file)
@@ -242,10 +242,20 @@ def test_rows_without_a_source_file_stop_the_run_before_the_bookmark(spark) -> N
     df = spark.createDataFrame([good + ("s3://b/a.csv",), good + (None,)],
                                ", ".join(f"`{c}` string" for c in columns))
     with pytest.raises(job.UnaccountedRowsError, match="1 of 2 bronze rows"):
-        job.account(job.read_records(df, SPEC))
+        job.account(job.read_records(df, SPEC), SPEC)
     named = df.where(f"{job.SOURCE_FILE_COLUMN} IS NOT NULL")
-    files, rows, bad, _spans = job.account(job.read_records(named, SPEC))
-    assert (files, rows, bad) == (["s3://b/a.csv"], 1, 0)
+    files, rows, bad, _spans, changes = job.account(job.read_records(named, SPEC), SPEC)
+    assert (files, rows, bad, changes) == (["s3://b/a.csv"], 1, 0, 0)
+
+
+def test_accounting_counts_the_valid_records_that_are_not_inserts(spark) -> None:
+    columns = [*BRONZE_COLUMNS, job.SOURCE_FILE_COLUMN]
+    rest = ("2026-01-01 00:00:00", "1", None, None, None, None, None, None, SEQ, "s3://b/a")
+    rows = [("I", *rest), ("U", *rest), ("D", *rest), ("X", *rest),  # X: quarantined
+            ("U", "2026-01-01 00:00:00", "not-an-int", *rest[2:])]  # quarantined too
+    df = spark.createDataFrame(rows, ", ".join(f"`{c}` string" for c in columns))
+    accounted = job.account(job.read_records(df, SPEC), SPEC)
+    assert (accounted.rows, accounted.quarantined, accounted.changes) == (5, 2, 2)
 
 
 def test_floats_in_dms_exponent_form_cast_to_the_same_values(glue, tmp_path) -> None:

@@ -159,3 +159,29 @@ def test_a_run_with_nothing_left_keeps_only_a_marker_announcing_a_late_file(writ
         assert not keep
     else:
         assert keep
+
+
+FILE_NAME = st.text(st.sampled_from("LOADabc0123-./_"), max_size=20)
+
+
+@given(folders=st.lists(FILE_NAME.filter(lambda s: "/" not in s), max_size=3), name=FILE_NAME)
+def test_a_full_load_file_is_told_by_its_own_name_only(folders: list[str], name: str) -> None:
+    path = "/".join(["s3://bronze", *folders, name])
+    base = path.rsplit("/", 1)[-1]
+    assert job.is_full_load_file(path) == base.startswith("LOAD")
+
+
+def accounting(files: list[str], changes: int = 0) -> object:
+    return job.Accounting(files=files, rows=len(files), quarantined=0, spans=[],
+                          changes=changes)
+
+
+def test_only_full_load_files_of_inserts_skip_the_classification() -> None:
+    load = ["s3://b/dms/public/hosts/LOAD00000001.csv", "s3://b/dms/public/hosts/LOAD0002.csv"]
+    cdc = "s3://b/dms/public/hosts/20260105-090140000.csv"
+    assert job.only_inserts_of_a_full_load(accounting(load))
+    assert not job.only_inserts_of_a_full_load(accounting(load, changes=1))  # a U or a D
+    assert not job.only_inserts_of_a_full_load(accounting([*load, cdc]))
+    assert not job.only_inserts_of_a_full_load(accounting([]))
+    # a folder named like a full-load file does not make its CDC files full-load ones
+    assert not job.only_inserts_of_a_full_load(accounting(["s3://b/LOAD1/20260105.csv"]))
