@@ -466,7 +466,7 @@ def is_full_load_file(path: str) -> bool:
 def only_inserts_of_a_full_load(accounted: Accounting) -> bool:
     """The batch is full-load files whose valid records are all inserts: into tables never
     written, every latest record is an insert, so no classification is needed."""
-    return (bool(accounted.files) and accounted.changes == 0
+    return (accounted.rows > accounted.quarantined and accounted.changes == 0
             and all(is_full_load_file(f) for f in accounted.files))
 
 
@@ -477,10 +477,12 @@ def never_written(spark, table: str) -> bool:
 
 def added_records(spark, table: str) -> int:
     """The records the table's current snapshot added (its summary's count)."""
-    current = table_properties(spark, table)["current-snapshot-id"]
-    [row] = spark.sql(f"SELECT summary['added-records'] AS n FROM {table}.snapshots "
-                      f"WHERE snapshot_id = {int(current)}").collect()
-    return int(row.n)
+    current = table_properties(spark, table).get("current-snapshot-id", "none")
+    if current == "none":
+        return 0
+    rows = spark.sql(f"SELECT summary['added-records'] AS n FROM {table}.snapshots "
+                     f"WHERE snapshot_id = {int(current)}").collect()
+    return int(rows[0].n or 0) if rows else 0
 
 
 def _on(keys: list[str], left: str, right: str) -> str:

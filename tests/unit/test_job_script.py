@@ -171,8 +171,8 @@ def test_a_full_load_file_is_told_by_its_own_name_only(folders: list[str], name:
     assert job.is_full_load_file(path) == base.startswith("LOAD")
 
 
-def accounting(files: list[str], changes: int = 0) -> object:
-    return job.Accounting(files=files, rows=len(files), quarantined=0, spans=[],
+def accounting(files: list[str], changes: int = 0, quarantined: int = 0) -> object:
+    return job.Accounting(files=files, rows=len(files), quarantined=quarantined, spans=[],
                           changes=changes)
 
 
@@ -183,5 +183,7 @@ def test_only_full_load_files_of_inserts_skip_the_classification() -> None:
     assert not job.only_inserts_of_a_full_load(accounting(load, changes=1))  # a U or a D
     assert not job.only_inserts_of_a_full_load(accounting([*load, cdc]))
     assert not job.only_inserts_of_a_full_load(accounting([]))
+    # every record quarantined: nothing to append, the usual path counts nothing
+    assert not job.only_inserts_of_a_full_load(accounting(load, quarantined=len(load)))
     # a folder named like a full-load file does not make its CDC files full-load ones
     assert not job.only_inserts_of_a_full_load(accounting(["s3://b/LOAD1/20260105.csv"]))
