@@ -444,7 +444,8 @@ def account(records, spec: dict) -> Accounting:
     spans, unnamed, rows, quarantined, changes = [], 0, 0, 0, 0
     for file, part, n, bad, changed, lowest, highest in records.groupBy(
             FILE, F.shiftright(ORDER, PART_SHIFT)).agg(
-            F.count(F.lit(1)), F.count(REASON), F.count_if(change),
+            # F.count_if is PySpark 3.5+ only (Glue 4.0 runs Spark 3.3)
+            F.count(F.lit(1)), F.count(REASON), F.count(F.when(change, True)),
             F.min(ORDER), F.max(ORDER)).collect():
         if file is None:
             unnamed += n
