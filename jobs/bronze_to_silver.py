@@ -500,7 +500,7 @@ def run(spark, bronze_df, spec: dict, run_id: str,
     phases = Phases()
     silver, tombstones = spec["silver_table"], spec["tombstone_table"]
     quarantine, keys = spec["quarantine_table"], spec["keys"]
-    seq, ts = role_column(spec, ROLE_CHANGE_SEQ), role_column(spec, ROLE_TIMESTAMP)
+    seq = role_column(spec, ROLE_CHANGE_SEQ)
     view = f"_cdclab_{abs(hash(spec['name'])):x}"  # this table's temp views
     spark.conf.set("spark.sql.session.timeZone", "UTC")  # DMS timestamps are UTC
     ensure_tables(spark, spec)
@@ -569,23 +569,53 @@ def run(spark, bronze_df, spec: dict, run_id: str,
                                               if before])
     )
     latest.createOrReplaceTempView(f"{view}_latest")
-    names = [c["name"] for c in spec["silver_columns"]]
     if (only_inserts_of_a_full_load(accounted) and never_written(spark, silver)
             and never_written(spark, tombstones)):
         # A first full load: the MERGE's classification would find every row an insert.
-        # An append in one pass, without caching the batch to classify it first.
-        columns = ", ".join(q(n) for n in names)
-        spark.sql(f"INSERT INTO {silver} ({columns}) SELECT {columns} FROM {view}_latest")
-        inserted = added_records(spark, silver)
-        phases.done("insert into silver", f"{inserted} records, a first full load")
-        compacted = maintain(spark, silver, compact_after)
-        if compacted:
-            phases.done("compact", silver)
-        return metrics | {
-            "valid": metrics["rows_read"] - metrics["quarantined"], "inserted": inserted,
-            "updated": 0, "deleted": 0, "old_keys_deleted": 0, "skipped": 0,
-            "latency": [], "phase_seconds": phases.seconds}
-    # Classify against the current tables; MERGE re-checks the same conditions.
+        counts, old_keys_deleted, latency = append_first_load(spark, spec, view, phases)
+    else:
+        counts, old_keys_deleted, latency = classify_and_merge(spark, spec, view, phases)
+    written = [silver]
+    if counts.get("delete", 0) or counts.get("noop", 0) or counts.get("stale", 0):
+        merge_tombstones(spark, spec, f"{view}_latest")
+        phases.done("merge tombstones")
+        written.append(tombstones)
+    # only a table written by this run can have gained files
+    compacted = [t for t in written if maintain(spark, t, compact_after)]
+    if compacted:
+        phases.done("compact", ", ".join(compacted))
+    return metrics | {
+        "valid": metrics["rows_read"] - metrics["quarantined"],
+        "inserted": counts.get("insert", 0),
+        "updated": counts.get("update", 0),
+        "deleted": counts.get("delete", 0),
+        "old_keys_deleted": old_keys_deleted,  # of them, old keys of key changes
+        # older than silver, or a delete of an absent row (tombstoned below)
+        "skipped": counts.get("stale", 0) + counts.get("noop", 0),
+        "latency": latency,
+        "phase_seconds": phases.seconds,
+    }
+
+
+def append_first_load(spark, spec: dict, view: str, phases: Phases) -> tuple[dict, int, list]:
+    """The batch's latest records appended to silver in one pass, without caching the batch
+    to classify it first; (counts per action, old keys deleted, latencies) as
+    classify_and_merge gives them (full-load rows have no commit-to-silver latency)."""
+    silver = spec["silver_table"]
+    columns = ", ".join(q(c["name"]) for c in spec["silver_columns"])
+    spark.sql(f"INSERT INTO {silver} ({columns}) SELECT {columns} FROM {view}_latest")
+    inserted = added_records(spark, silver)
+    phases.done("insert into silver", f"{inserted} records, a first full load")
+    return {"insert": inserted}, 0, []
+
+
+def classify_and_merge(spark, spec: dict, view: str, phases: Phases) -> tuple[dict, int, list]:
+    """Classify the batch's latest records against silver and tombstones, then MERGE them
+    into silver (which re-checks the same conditions); returns the counts per action, the
+    old keys deleted and the applied CDC changes' commit-to-silver latencies."""
+    silver, tombstones, keys = spec["silver_table"], spec["tombstone_table"], spec["keys"]
+    seq, ts = role_column(spec, ROLE_CHANGE_SEQ), role_column(spec, ROLE_TIMESTAMP)
+    names = [c["name"] for c in spec["silver_columns"]]
     first = q(keys[0])
     src = spark.sql(f"""
         SELECT l.*, CASE
@@ -624,27 +654,8 @@ def run(spark, bronze_df, spec: dict, run_id: str,
     """)
     now = time.time()
     phases.done("merge into silver")
-    written = [silver]
-    if counts.get("delete", 0) or counts.get("noop", 0) or counts.get("stale", 0):
-        merge_tombstones(spark, spec, f"{view}_latest")
-        phases.done("merge tombstones")
-        written.append(tombstones)
-    # only a table written by this run can have gained files
-    compacted = [t for t in written if maintain(spark, t, compact_after)]
-    if compacted:
-        phases.done("compact", ", ".join(compacted))
     src.unpersist()  # the runner's session is warm and shared by later runs
-    return metrics | {
-        "valid": metrics["rows_read"] - metrics["quarantined"],
-        "inserted": counts.get("insert", 0),
-        "updated": counts.get("update", 0),
-        "deleted": counts.get("delete", 0),
-        "old_keys_deleted": old_keys_deleted,  # of them, old keys of key changes
-        # older than silver, or a delete of an absent row (tombstoned below)
-        "skipped": counts.get("stale", 0) + counts.get("noop", 0),
-        "latency": [now - t for t in applied_ts],
-        "phase_seconds": phases.seconds,
-    }
+    return counts, old_keys_deleted, [now - t for t in applied_ts]
 
 
 COUNTS = ("files", "rows_read", "quarantined", "valid", "inserted", "updated", "deleted",
