@@ -20,6 +20,12 @@ log = logging.getLogger("glue_local.driver")
 SessionFactory = Callable[..., object]  # (env, extra_conf=...) -> SparkSession
 DeathHandler = Callable[[str], None]  # called with why the driver's JVM died
 WATCH_INTERVAL_SECONDS = 0.5
+# A driver no run has used for this long collects its heap once and hands the free part
+# back to the OS: the idle lab holds what it uses, not what its biggest run grew (a 1M-row
+# full load left 0.9 GB committed, 0.15 GB live; the JVM's RSS fell from 1.0 to 0.67 GB).
+IDLE_TRIM_SECONDS = 10.0
+# The free heap's share kept by that collection (MinHeapFreeRatio <= MaxHeapFreeRatio)
+FREE_RATIOS = {"MinHeapFreeRatio": "10", "MaxHeapFreeRatio": "30"}
 # How the JVM's exit code reads: Spark's SparkExitCode.OOM, and HotSpot's exit under
 # -XX:+ExitOnOutOfMemoryError (spark_session adds it: an OOM anywhere ends the JVM
 # rather than leaving it half alive)
@@ -100,6 +106,22 @@ def forget_cached_data(session) -> None:
         log.warning("dropping cached data after the runs failed", exc_info=True)
 
 
+def collect_compactly(jvm) -> None:
+    """A full collection after which the heap keeps at most 30 % free (FREE_RATIOS), and
+    gives the rest back to the OS; the JVM's own ratios (40 / 70 % by default) are put back
+    at once, so the runs size the heap as before. The ratios are manageable flags."""
+    bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+    before = {name: bean.getVMOption(name).getValue() for name in FREE_RATIOS}
+    for name, value in FREE_RATIOS.items():  # min first: min <= max at every step
+        bean.setVMOption(name, value)
+    try:
+        jvm.java.lang.System.gc()
+    finally:
+        for name in reversed(FREE_RATIOS):
+            bean.setVMOption(name, before[name])
+
+
 class Driver:
     def __init__(self, factory: SessionFactory, env: Mapping[str, str],
                  on_state: Callable[[Driver], None] = lambda driver: None) -> None:
@@ -120,6 +142,8 @@ class Driver:
         self.last_death: str | None = None
         self.deaths = 0
         self._unwatch: threading.Event | None = None  # the running watch's wake-up
+        self._idle_since = time.monotonic()  # the last run's end (or the driver's birth)
+        self._trimmed = False  # collected since then (trim)
 
     def watch(self, on_death: DeathHandler, restart: Callable[[], None] | None = None,
               interval: float = WATCH_INTERVAL_SECONDS) -> threading.Thread:
@@ -250,7 +274,28 @@ class Driver:
                     self._users -= 1
                     if self._users == 0:
                         forget_cached_data(session)
+                        self._idle_since, self._trimmed = time.monotonic(), False
                 self._cond.notify_all()
+
+    def trim(self, idle_seconds: float = IDLE_TRIM_SECONDS, now: float | None = None) -> bool:
+        """One full collection of the driver's heap once no run has used it for
+        `idle_seconds`, then none until a run has used it again; True if it collected. A
+        run that starts meanwhile waits at most the collection's pause (~0.3 s)."""
+        now = time.monotonic() if now is None else now
+        with self._cond:
+            session = self._session
+            if (session is None or self._users or self._restart_pending or self._trimmed
+                    or now - self._idle_since < idle_seconds):
+                return False
+            self._trimmed = True
+        if not session_alive(session):
+            return False
+        try:
+            collect_compactly(session.sparkContext._jvm)
+        except Exception:  # it died meanwhile: the watch deals with that
+            log.warning("collecting the idle driver's heap failed", exc_info=True)
+            return False
+        return True
 
     def _restart(self, conf: dict[str, str]) -> None:
         if self._session is not None and session_alive(self._session):

@@ -365,6 +365,8 @@ class Runner:
                 item = self._queue.get(timeout=SETTLE_INTERVAL_SECONDS)
             except queue.Empty:
                 self.settle_all()
+                if self.driver.trim():
+                    log.info("the idle Spark driver collected its heap")
                 continue
             if item is None:
                 return

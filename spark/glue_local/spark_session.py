@@ -18,6 +18,9 @@ from pipeline_contract.job_config import aws_spark_conf, catalog_token_conf, loc
 JIT_OPTIONS = {"c1": " -XX:TieredStopAtLevel=1", "tiered": ""}
 DEFAULT_JIT = "tiered"
 
+# glibc gives each thread that allocates its own 64 MB arena; the driver has ~70 threads
+MALLOC_ARENAS = "2"
+
 
 def jit_options(env: Mapping[str, str]) -> str:
     return JIT_OPTIONS[settings.env_choice(env, settings.ENV_DRIVER_JIT, tuple(JIT_OPTIONS),
@@ -111,6 +114,7 @@ def build_session(
         if env.get(key):
             os.environ[key] = env[key]
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers: this venv
+    os.environ.setdefault("MALLOC_ARENA_MAX", MALLOC_ARENAS)  # the driver JVM inherits it
     from glue_local import glue_jvm
 
     glue_jvm.build()  # the JVM side of awsglue, once per source version
