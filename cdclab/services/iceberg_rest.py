@@ -132,6 +132,8 @@ class IcebergRestService(Service):
         return ProcessSpec(
             argv=[
                 "java", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                # its live heap is ~25 MB: start small and give back what a burst took
+                "-Xms16m", "-XX:MinHeapFreeRatio=10", "-XX:MaxHeapFreeRatio=30",
                 f"-Djava.io.tmpdir={ctx.scratch_dir(self.name)}",  # Java ignores TMPDIR
                 "-cp", f"{classes}:{settings.iceberg_rest_jar()}", LAUNCHER_CLASS,
             ],
