@@ -345,6 +345,16 @@ def idle_memory(stack) -> dict:
     return {"pss_mib": mib, "total_gib": round(sum(mib.values()) / 1024, 2)}
 
 
+def rested_memory(stack, rest: float) -> dict:
+    """idle_memory once the stack has rested `rest` s after the idle probes (the driver
+    collects its heap once no run has used it for 10 s: glue_local.driver.trim), with
+    the total 5 s in (the last run has ended, its spare is ready) beside it."""
+    time.sleep(5)
+    early = idle_memory(stack)["total_gib"]
+    time.sleep(max(0.0, rest - 5))
+    return idle_memory(stack) | {"rested_seconds": max(rest, 5), "total_gib_after_5s": early}
+
+
 def run_figures(runs: list[dict]) -> dict:
     """The phase's Glue runs: how many, their time from StartJobRun to the end, and each
     phase (all of them, those after the silver commit too)."""
@@ -435,8 +445,7 @@ def run(args: argparse.Namespace, state: Path) -> tuple[int, dict]:
         result["machine"]["load_avg_1_5_15"] = [round(x, 2) for x in os.getloadavg()]
         common = {"probes": args.probes, "interval": args.interval, "settle": args.settle}
         result["idle"] = run_phase("idle", env, p, state, poller, first=IDLE_BASE, **common)
-        time.sleep(5)  # the last run has ended and its spare is ready: the stack at rest
-        result["idle_memory"] = idle_memory(stack)
+        result["idle_memory"] = rested_memory(stack, args.rest)
         if args.big_transaction:
             result["big_transaction"] = big_transaction(
                 dsn, p, load_silver, spec["keys"][0], args.big_transaction, args.settle * 5)
@@ -491,6 +500,8 @@ def main() -> None:
     ap.add_argument("--big-transaction", type=int, default=0, metavar="ROWS",
                     help="after the idle probes, one INSERT then one UPDATE transaction of "
                          "ROWS rows, each timed commit -> all visible (0: none)")
+    ap.add_argument("--rest", type=float, default=20.0,
+                    help="seconds the stack rests after the idle probes before its memory is read")
     ap.add_argument("--settle", type=float, default=60.0,
                     help="seconds after the last probe to wait for it in silver")
     ap.add_argument("--no-reconcile", dest="reconcile", action="store_false",
