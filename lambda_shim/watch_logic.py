@@ -261,6 +261,11 @@ def forget_old(state: WatchState, horizon: timedelta = SEEN_HORIZON,
         for key in keys:
             if key <= floor:
                 obj = listed.get(key)
+                if obj is None and key <= state.floors.get(folder, ""):
+                    # found late below the floor by a deep listing; this listing skips
+                    # the floor's keys, so when it was written is unknown here: kept
+                    # until a deep listing shows it, else the next one announces it again
+                    continue
                 if obj is not None and (mark is None or obj.last_modified > mark):
                     state.unmarked[key] = [state.seen[key], obj.last_modified.isoformat()]
                 del state.seen[key]

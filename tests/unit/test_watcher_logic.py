@@ -320,6 +320,31 @@ def test_keys_an_hour_behind_their_tables_cursor_are_forgotten_and_never_listed(
     assert logic.from_dict(logic.to_dict(s)).floors == s.floors
 
 
+def test_a_key_found_below_its_floor_is_handed_on_once() -> None:
+    """A key named late lands below its table's floor: a deep listing hands it on. A full
+    listing skips the floor's keys, so it cannot tell when that key was written; had it
+    forgotten the key then, the next deep listing would have handed it on again."""
+    s = logic.WatchState()
+    keys = [t(m) for m in range(0, 130, 10)]
+    listed = [written(k) for k in keys]
+    logic.observe(s, listed, 0.0, deep=True)
+    logic.record_accepted(s, 1.0, "jr_1", keys)
+    logic.record_run_ended(s, "jr_1", "SUCCEEDED", 2.0)
+    logic.observe(s, listed, 3.0, full_scan=True)
+    assert s.floors == {PREFIX.rstrip("/"): t(50)}
+    late = S3Object("b", t(5), 10, "late", T0 + timedelta(hours=3))  # written 3 h late
+    assert logic.observe(s, [*listed, late], 4.0, deep=True) == [late]
+    logic.record_accepted(s, 5.0, "jr_2", [late.key])
+    logic.record_run_ended(s, "jr_2", "SUCCEEDED", 6.0)
+    ranges = logic.listings(s, "dms/", full_scan=True)
+    assert not any(in_listing(late.key, r) for r in ranges)
+    logic.observe(s, [o for o in listed if any(in_listing(o.key, r) for r in ranges)],
+                  7.0, full_scan=True, ranges=ranges)
+    for at in (8.0, 9.0):  # the deep listing that shows it forgets it, known as handed on
+        assert logic.observe(s, [*listed, late], at, deep=True) == []
+    assert late.key not in s.seen
+
+
 def test_the_floor_never_passes_an_object_still_pending_or_in_flight() -> None:
     s = logic.WatchState()
     keys = [t(m) for m in range(0, 130, 10)]
