@@ -299,12 +299,14 @@ def observe(state: WatchState, listed: Iterable[S3Object], now: float,
             del state.seen[key]
         for key in [k for k in state.parked if gone(k)]:
             del state.parked[key]
-        # a table's cursor key lies above its floor, so it is always listed while it
-        # exists: a folder with no key listed has been emptied (resync, table removed)
+        # a folder with no key listed has lost its cursor key (quarantined, resync, table
+        # removed); only a deep listing, which lists the keys up to the floor too, shows
+        # it empty: until then the floor keeps its forgotten keys from being new again
         folders = {table_folder(k) for k in present}
         for folder in [f for f in {*state.cursors, *state.floors} if f not in folders]:
             state.cursors.pop(folder, None)
-            state.floors.pop(folder, None)
+            if deep:
+                state.floors.pop(folder, None)
         best: dict[str, str] = {}
         for obj in listed:
             if moves_cursor(obj, margin):

@@ -215,7 +215,30 @@ def test_an_emptied_tables_cursor_and_floor_go() -> None:
     logic.observe(s, [written(k) for k in keys], 3.0, full_scan=True)
     assert s.floors and s.cursors
     logic.observe(s, [], 4.0, full_scan=True)  # resync moved the table's files away
-    assert s.floors == {} and s.cursors == {} and s.seen == {}
+    assert s.cursors == {} and s.seen == {}
+    assert s.floors  # a full listing skips the floor's keys: only a deep one shows them gone
+    logic.observe(s, [], 5.0, deep=True)
+    assert s.floors == {}
+
+
+def test_a_folder_whose_newest_keys_went_keeps_its_floor_until_a_deep_listing() -> None:
+    """Its keys above the floor gone (quarantined), a full listing shows none of the
+    folder's keys; had it dropped the floor, the keys forgotten below it would be new to
+    the next listing and announced again."""
+    s = logic.WatchState()
+    keys = [t(m) for m in range(0, 130, 10)]
+    listed = [written(k) for k in keys]
+    logic.observe(s, listed, 0.0, deep=True)
+    logic.record_accepted(s, 1.0, "jr_1", keys)
+    logic.record_run_ended(s, "jr_1", "SUCCEEDED", 2.0)
+    logic.observe(s, listed, 3.0, full_scan=True)
+    floor = s.floors[PREFIX.rstrip("/")]
+    below = [o for o in listed if o.key <= floor]
+    logic.observe(s, [], 4.0, full_scan=True)  # every key above the floor went
+    assert s.floors == {PREFIX.rstrip("/"): floor}
+    for listing in logic.listings(s, "dms/", full_scan=True):
+        assert not any(in_listing(o.key, listing) for o in below)
+    assert logic.observe(s, below, 5.0, deep=True) == []
 
 
 def test_a_failed_run_puts_its_objects_back_and_a_succeeded_one_clears_them():
