@@ -221,10 +221,9 @@ def test_an_emptied_tables_cursor_and_floor_go() -> None:
     assert s.floors == {}
 
 
-def test_a_folder_whose_newest_keys_went_keeps_its_floor_until_a_deep_listing() -> None:
-    """Its keys above the floor gone (quarantined), a full listing shows none of the
-    folder's keys; had it dropped the floor, the keys forgotten below it would be new to
-    the next listing and announced again."""
+def handed_on_with_a_floor() -> tuple[logic.WatchState, list[S3Object]]:
+    """Two hours and ten minutes of CDC keys, deep-listed, covered by a run that
+    succeeded, then a full listing: the keys up to t(50) are forgotten below the floor."""
     s = logic.WatchState()
     keys = [t(m) for m in range(0, 130, 10)]
     listed = [written(k) for k in keys]
@@ -232,6 +231,14 @@ def test_a_folder_whose_newest_keys_went_keeps_its_floor_until_a_deep_listing() 
     logic.record_accepted(s, 1.0, "jr_1", keys)
     logic.record_run_ended(s, "jr_1", "SUCCEEDED", 2.0)
     logic.observe(s, listed, 3.0, full_scan=True)
+    return s, listed
+
+
+def test_a_folder_whose_newest_keys_went_keeps_its_floor_until_a_deep_listing() -> None:
+    """Its keys above the floor gone (quarantined), a full listing shows none of the
+    folder's keys; had it dropped the floor, the keys forgotten below it would be new to
+    the next listing and announced again."""
+    s, listed = handed_on_with_a_floor()
     floor = s.floors[PREFIX.rstrip("/")]
     below = [o for o in listed if o.key <= floor]
     logic.observe(s, [], 4.0, full_scan=True)  # every key above the floor went
@@ -347,13 +354,7 @@ def test_a_key_found_below_its_floor_is_handed_on_once() -> None:
     """A key named late lands below its table's floor: a deep listing hands it on. A full
     listing skips the floor's keys, so it cannot tell when that key was written; had it
     forgotten the key then, the next deep listing would have handed it on again."""
-    s = logic.WatchState()
-    keys = [t(m) for m in range(0, 130, 10)]
-    listed = [written(k) for k in keys]
-    logic.observe(s, listed, 0.0, deep=True)
-    logic.record_accepted(s, 1.0, "jr_1", keys)
-    logic.record_run_ended(s, "jr_1", "SUCCEEDED", 2.0)
-    logic.observe(s, listed, 3.0, full_scan=True)
+    s, listed = handed_on_with_a_floor()
     assert s.floors == {PREFIX.rstrip("/"): t(50)}
     late = S3Object("b", t(5), 10, "late", T0 + timedelta(hours=3))  # written 3 h late
     assert logic.observe(s, [*listed, late], 4.0, deep=True) == [late]
