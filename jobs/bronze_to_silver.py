@@ -756,12 +756,29 @@ def table_properties(spark, table: str) -> dict[str, str]:
 
 
 def maintenance_due(properties: dict[str, str], now_ms: int, interval_minutes: float) -> bool:
-    """Due when never run, when the interval has passed, or when the clock went back."""
+    """Due when the interval has passed, when the clock went back, or when the time is not
+    a number; a table never kept is not due (first_upkeep) unless the interval is 0."""
+    if first_upkeep(properties):
+        return interval_minutes <= 0
     try:
-        last = int(properties.get(LAST_MAINTENANCE_PROPERTY, ""))
+        last = int(properties[LAST_MAINTENANCE_PROPERTY])
     except ValueError:
         return True
     return not 0 <= now_ms - last < interval_minutes * 60_000
+
+
+def first_upkeep(properties: dict[str, str]) -> bool:
+    """The table was never kept: its interval starts now. Its snapshots and files are no
+    older than this run's first look at it, so the steps would find nothing to do, and
+    they would make the run that usually first finds it, the full load's, seconds longer."""
+    return LAST_MAINTENANCE_PROPERTY not in properties
+
+
+def set_missing(spark, table: str, have: dict[str, str], wanted: dict[str, str]) -> None:
+    missing = {k: v for k, v in wanted.items() if have.get(k) != v}
+    if missing:
+        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ("
+                  + ", ".join(f"'{k}'='{v}'" for k, v in missing.items()) + ")")
 
 
 def expire_snapshots(spark, table: str, older_than_s: float, retain_last: int) -> int:
@@ -800,6 +817,12 @@ def upkeep(spark, spec: dict, plan: dict, backlog: bool, now: float | None = Non
     silver = spec["silver_table"]
     props = table_properties(spark, silver)
     if not maintenance_due(props, int(now * 1000), plan["maintenance_interval_minutes"]):
+        if first_upkeep(props):
+            for table in (spec["tombstone_table"], spec["quarantine_table"]):
+                set_missing(spark, table, table_properties(spark, table), METADATA_CLEANUP)
+            set_missing(spark, silver, props,
+                        METADATA_CLEANUP | {LAST_MAINTENANCE_PROPERTY: str(int(now * 1000))})
+            log(f"{silver}: first upkeep in {plan['maintenance_interval_minutes']:g} min")
         return None
     started = time.monotonic()
     done: dict = {"tombstones_pruned": 0, "snapshot_files_deleted": 0,
@@ -822,10 +845,7 @@ def upkeep(spark, spec: dict, plan: dict, backlog: bool, now: float | None = Non
                                          now - horizon_days * 86400)
     for table in (silver, spec["tombstone_table"], spec["quarantine_table"]):
         have = props if table == silver else table_properties(spark, table)
-        missing = {k: v for k, v in METADATA_CLEANUP.items() if have.get(k) != v}
-        if missing:
-            spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ("
-                      + ", ".join(f"'{k}'='{v}'" for k, v in missing.items()) + ")")
+        set_missing(spark, table, have, METADATA_CLEANUP)
         done["snapshot_files_deleted"] += step(
             f"expire_snapshots {table}", expire_snapshots, spark, table,
             now - plan["snapshot_retention_hours"] * 3600, int(plan["retain_last_snapshots"]))

@@ -55,7 +55,8 @@ spark = SparkSession.builder.getOrCreate()
 silver, tombs = args["--silver"], args["--tombstones"]
 out = {"silver": sorted(r.id for r in spark.table(silver).collect()),
        "tombstones": sorted(r.id for r in spark.table(tombs).collect()),
-       "snapshots": spark.sql(f"SELECT count(*) AS n FROM {silver}.snapshots").first().n}
+       "snapshots": spark.sql(f"SELECT count(*) AS n FROM {silver}.snapshots").first().n,
+       "properties": {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES {silver}").collect()}}
 open(args["--out"], "w").write(json.dumps(out))
 """
 
@@ -134,14 +135,21 @@ def test_capped_runs_report_backlog_and_upkeep_is_scheduled(iceberg_rest: dict, 
             return json.loads(body)
 
         capped = {**UPKEEP_NOW, "--bounded_files": "2"}
-        m1 = run_job(glue, endpoint, job, arguments=capped)
+        started = time.time() * 1000
+        # tables never kept: the first run starts their interval, no step runs yet
+        m1 = run_job(glue, endpoint, job, arguments={**capped,
+                                                     "--maintenance_interval_minutes": "30"})
         assert (m1["files"], m1["backlog"]) == (2, True)  # LOAD + the 2020 delete
         written = marker()
         assert written["source"] == "job" and written["tables"] == [spec["name"]]
-        assert m1["tables"][spec["name"]]["maintenance"]["tombstones_pruned"] == 0  # input waits
-        assert state()["tombstones"] == [2]
-        m2 = run_job(glue, endpoint, job, arguments=capped)
+        assert m1["tables"][spec["name"]]["maintenance"] is None
+        first = state()
+        assert first["tombstones"] == [2]
+        assert int(first["properties"]["cdclab.maintenance.last-run-ms"]) >= started
+        assert first["properties"]["write.metadata.previous-versions-max"] == "20"
+        m2 = run_job(glue, endpoint, job, arguments=capped)  # interval 0: every run
         assert (m2["files"], m2["backlog"]) == (2, True)
+        assert m2["tables"][spec["name"]]["maintenance"]["tombstones_pruned"] == 0  # input waits
 
         # an orphan in the silver table's folder (a failed write's leftover): younger than
         # the safe age (24 h, Iceberg's own floor for the procedure), so it stays
