@@ -134,6 +134,8 @@ BASELINE = {"commit": "13d5a8a", "measured": "2026-11-26T13:44Z", "rows": 1000,
             "load": {"p50": 18.08, "p90": 24.72, "changes_per_second": 401}}
 TARGETS = {"idle": {"p50": 1.5, "p90": 2.5}, "load": {"p50": 3.0, "p90": 5.0},
            "idle_memory_gib": 1.5,
+           # `up` (services, the emitter's full load) to every row in silver, 1M rows
+           "full_load_seconds": {"rows": 1_000_000, "seconds": 30.0},
            # one 100,000-row transaction, commit -> all visible: at least these rows/s
            "big_transaction_rows_per_second": {"insert": 25_000, "update": 20_000}}
 
@@ -159,6 +161,12 @@ def against_baseline(result: Mapping) -> dict:
     if memory is not None:
         out["idle_memory_gib"] = {"now": memory, "target": TARGETS["idle_memory_gib"],
                                   "target_met": memory <= TARGETS["idle_memory_gib"]}
+    up_to_silver = (result.get("timings_seconds") or {}).get("up_to_silver")
+    if up_to_silver is not None:
+        target = TARGETS["full_load_seconds"]
+        out["full_load_seconds"] = {"now": up_to_silver, "rows": rows, **(
+            {"target": target["seconds"], "target_met": up_to_silver <= target["seconds"]}
+            if rows == target["rows"] else {})}
     big = result.get("big_transaction") or {}
     for kind, target in TARGETS["big_transaction_rows_per_second"].items():
         rate = (big.get(kind) or {}).get("rows_per_second")

@@ -203,3 +203,13 @@ def test_idle_memory_and_big_transactions_are_held_to_their_targets() -> None:
     assert out["big_update_rows_per_second"] == {"now": None, "target": 20_000,
                                                  "target_met": False}
     assert "big_insert_rows_per_second" not in fs.against_baseline({})
+
+
+def test_the_full_load_counts_from_up_and_is_held_to_its_target_at_a_million_rows() -> None:
+    result = {"params": {"rows": 1_000_000}, "timings_seconds": {"up_to_silver": 31.5}}
+    assert fs.against_baseline(result)["full_load_seconds"] == {
+        "now": 31.5, "rows": 1_000_000, "target": 30.0, "target_met": False}
+    small = fs.against_baseline({"params": {"rows": 1000},
+                                 "timings_seconds": {"up_to_silver": 9.0}})
+    assert small["full_load_seconds"] == {"now": 9.0, "rows": 1000}  # no target at 1000 rows
+    assert "full_load_seconds" not in fs.against_baseline({})
