@@ -13,6 +13,7 @@ and quarantine tables. Per table, the merge rules are those of cdclab/merge_mode
 - per key only the change with the greatest change_seq counts (never the timestamp);
 - changes at or below the key's tombstone seq are dropped (deletes stay deleted);
 - MERGE ON the key: newer D deletes, newer I/U replaces all columns, unmatched I/U inserts;
+  silver and the tombstones are read only between the batch's lowest and highest key;
 - the batch's deletes upsert the tombstones (max seq). Replaying a file is harmless;
 - with the key's before image (DMS's add-before-image-columns), a U whose before image
   differs from its key moved the row: it also deletes the old key, at its own change_seq.
@@ -430,6 +431,53 @@ class Accounting(NamedTuple):
     quarantined: int
     spans: list[tuple]  # (file, partition, rows, lowest and highest ORDER): `numbered`
     changes: int  # valid records that are not inserts (Op other than I)
+    # the lowest and highest first key column of the valid records (with the before
+    # images'), for `key_within`; None when none is valid or the type is not ranged
+    key_range: tuple | None = None
+
+
+# Key types whose values Python orders as Spark does (strings: code point order is UTF-8
+# byte order) and key_literal writes exactly.
+RANGED_KEY_TYPES = ("smallint", "int", "bigint", "string", "date")
+
+
+def first_key_values(spec: dict) -> list:
+    """The first key column's silver value of a valid record, and its before image's
+    (when the task writes one), as Spark expressions; [] when its type is not ranged."""
+    from pyspark.sql import functions as F
+
+    key = spec["keys"][0]
+    index = next(i for i, c in enumerate(spec["silver_columns"]) if c["name"] == key)
+    sql_type = spec["silver_columns"][index]["type"]
+    if sql_type not in RANGED_KEY_TYPES:
+        return []
+    text = spec.get("bronze_format", "csv") == "csv"
+    values = [silver_projection(spec)[index]]
+    before = before_image_keys(spec).get(key)
+    if before:
+        values.append(F.expr(castable(before, sql_type, text)).cast(sql_type))
+    return [F.when(F.col(REASON).isNull(), v) for v in values]
+
+
+def key_literal(value, sql_type: str) -> str:
+    """A ranged key value as a Spark SQL literal of the column's type, folded to a
+    constant so Iceberg prunes files by it (a string as its UTF-8 bytes: no escaping)."""
+    if sql_type == "string":
+        return f"CAST(X'{value.encode().hex()}' AS STRING)"
+    if sql_type == "date":
+        return f"DATE '{value.isoformat()}'"
+    return f"CAST({int(value)} AS {sql_type.upper()})"
+
+
+def key_within(column: str, spec: dict, key_range: tuple | None) -> str:
+    """`column BETWEEN lo AND hi` for the batch's first key column (TRUE without a range):
+    a conjunct on silver or the tombstones that keeps every row a batch's key can match,
+    so a small batch's join and MERGE read only the files whose keys can overlap it."""
+    if key_range is None:
+        return "TRUE"
+    sql_type = next(c["type"] for c in spec["silver_columns"] if c["name"] == spec["keys"][0])
+    lo, hi = (key_literal(v, sql_type) for v in key_range)
+    return f"{column} BETWEEN {lo} AND {hi}"
 
 
 def account(records, spec: dict) -> Accounting:
@@ -441,23 +489,26 @@ def account(records, spec: dict) -> Accounting:
 
     op = F.col(q(role_column(spec, ROLE_OP)))
     change = F.col(REASON).isNull() & ~op.eqNullSafe("I")
-    spans, unnamed, rows, quarantined, changes = [], 0, 0, 0, 0
-    for file, part, n, bad, changed, lowest, highest in records.groupBy(
+    keys = [f(k) for k in first_key_values(spec) for f in (F.min, F.max)]
+    spans, unnamed, rows, quarantined, changes, bounds = [], 0, 0, 0, 0, []
+    for file, part, n, bad, changed, lowest, highest, *key_bounds in records.groupBy(
             FILE, F.shiftright(ORDER, PART_SHIFT)).agg(
             # F.count_if is PySpark 3.5+ only (Glue 4.0 runs Spark 3.3)
             F.count(F.lit(1)), F.count(REASON), F.count(F.when(change, True)),
-            F.min(ORDER), F.max(ORDER)).collect():
+            F.min(ORDER), F.max(ORDER), *keys).collect():
         if file is None:
             unnamed += n
             continue
         spans.append((file, part, n, lowest, highest))
         rows, quarantined, changes = rows + n, quarantined + bad, changes + changed
+        bounds += [b for b in key_bounds if b is not None]
     files = sorted({s[0] for s in spans})
     if unnamed or (rows and not files):
         raise UnaccountedRowsError(
             f"{unnamed} of {rows + unnamed} bronze rows have no source file "
             f"(Glue's attachFilename): refusing to commit the job bookmark")
-    return Accounting(files, rows, quarantined, spans, changes)
+    key_range = (min(bounds), max(bounds)) if bounds else None
+    return Accounting(files, rows, quarantined, spans, changes, key_range)
 
 
 def is_full_load_file(path: str) -> bool:
@@ -574,10 +625,11 @@ def run(spark, bronze_df, spec: dict, run_id: str,
         # A first full load: the MERGE's classification would find every row an insert.
         counts, old_keys_deleted, latency = append_first_load(spark, spec, view, phases)
     else:
-        counts, old_keys_deleted, latency = classify_and_merge(spark, spec, view, phases)
+        counts, old_keys_deleted, latency = classify_and_merge(spark, spec, view, phases,
+                                                               accounted.key_range)
     written = [silver]
     if counts.get("delete", 0) or counts.get("noop", 0) or counts.get("stale", 0):
-        merge_tombstones(spark, spec, f"{view}_latest")
+        merge_tombstones(spark, spec, f"{view}_latest", accounted.key_range)
         phases.done("merge tombstones")
         written.append(tombstones)
     # only a table written by this run can have gained files
@@ -609,10 +661,12 @@ def append_first_load(spark, spec: dict, view: str, phases: Phases) -> tuple[dic
     return {"insert": inserted}, 0, []
 
 
-def classify_and_merge(spark, spec: dict, view: str, phases: Phases) -> tuple[dict, int, list]:
+def classify_and_merge(spark, spec: dict, view: str, phases: Phases,
+                       key_range: tuple | None = None) -> tuple[dict, int, list]:
     """Classify the batch's latest records against silver and tombstones, then MERGE them
     into silver (which re-checks the same conditions); returns the counts per action, the
-    old keys deleted and the applied CDC changes' commit-to-silver latencies."""
+    old keys deleted and the applied CDC changes' commit-to-silver latencies. `key_range`
+    (account's) bounds what both read of silver and the tombstones."""
     silver, tombstones, keys = spec["silver_table"], spec["tombstone_table"], spec["keys"]
     seq, ts = role_column(spec, ROLE_CHANGE_SEQ), role_column(spec, ROLE_TIMESTAMP)
     names = [c["name"] for c in spec["silver_columns"]]
@@ -623,8 +677,10 @@ def classify_and_merge(spark, spec: dict, view: str, phases: Phases) -> tuple[di
             WHEN l.{q(seq)} <= t.{q(seq)} THEN 'stale'
             WHEN l.{OP} = 'D' THEN 'delete' ELSE 'update' END AS {ACTION}
         FROM {view}_latest l
-        LEFT JOIN {tombstones} d ON {_on(keys, 'l', 'd')}
-        LEFT JOIN (SELECT {', '.join(q(k) for k in keys)}, {q(seq)} FROM {silver}) t
+        LEFT JOIN {tombstones} d
+          ON {_on(keys, 'l', 'd')} AND {key_within(f'd.{first}', spec, key_range)}
+        LEFT JOIN (SELECT {', '.join(q(k) for k in keys)}, {q(seq)} FROM {silver}
+                   WHERE {key_within(first, spec, key_range)}) t
           ON {_on(keys, 'l', 't')}
         WHERE d.{first} IS NULL OR l.{q(seq)} > d.change_seq
     """).cache()  # evaluated once, before the MERGE changes silver
@@ -646,7 +702,7 @@ def classify_and_merge(spark, spec: dict, view: str, phases: Phases) -> tuple[di
     spark.sql(f"""
         MERGE INTO {silver} t
         USING (SELECT * FROM {view}_src WHERE {ACTION} IN ('insert', 'update', 'delete')) s
-        ON {_on(keys, 't', 's')}
+        ON {_on(keys, 't', 's')} AND {key_within(f't.{first}', spec, key_range)}
         WHEN MATCHED AND s.{q(seq)} > t.{q(seq)} AND s.{OP} = 'D' THEN DELETE
         WHEN MATCHED AND s.{q(seq)} > t.{q(seq)} THEN UPDATE SET {updates}
         WHEN NOT MATCHED AND s.{OP} <> 'D' THEN INSERT ({', '.join(q(n) for n in names)})
@@ -859,9 +915,11 @@ def upkeep(spark, spec: dict, plan: dict, backlog: bool, now: float | None = Non
     return done
 
 
-def merge_tombstones(spark, spec: dict, latest_view: str) -> None:
+def merge_tombstones(spark, spec: dict, latest_view: str,
+                     key_range: tuple | None = None) -> None:
     """Upsert the batch's deletes (max seq per key) so no older change resurrects a row."""
     keys, seq = spec["keys"], role_column(spec, ROLE_CHANGE_SEQ)
+    within = key_within(f"t.{q(keys[0])}", spec, key_range)
     ts = role_column(spec, ROLE_TIMESTAMP)
     deleted_at = q(ts) if ts else "current_timestamp()"
     key_list = ", ".join(q(k) for k in keys)
@@ -869,7 +927,7 @@ def merge_tombstones(spark, spec: dict, latest_view: str) -> None:
         MERGE INTO {spec['tombstone_table']} t
         USING (SELECT {key_list}, {q(seq)} AS change_seq, {deleted_at} AS deleted_at
                FROM {latest_view} WHERE {OP} = 'D') s
-        ON {_on(keys, 't', 's')}
+        ON {_on(keys, 't', 's')} AND {within}
         WHEN MATCHED AND s.change_seq > t.change_seq THEN UPDATE SET
             t.change_seq = s.change_seq, t.deleted_at = s.deleted_at
         WHEN NOT MATCHED THEN INSERT ({key_list}, change_seq, deleted_at)

@@ -134,7 +134,7 @@ def test_records_are_numbered_in_their_file_across_partitions(spark, glue, tmp_p
             format="csv", format_options={"withHeader": True, "multiLine": False,
                                           "attachFilename": job.SOURCE_FILE_COLUMN})
         records = job.read_records(frame.toDF(), SPEC).cache()
-        files, rows, bad, spans, changes = job.account(records, SPEC)
+        files, rows, bad, spans, changes, _range = job.account(records, SPEC)
         ours = job.numbered(records, spans, SPEC).collect()
         window = job.numbered(records, [(*s[:4], s[4] + 1) for s in spans], SPEC).collect()
         records.unpersist()
@@ -244,7 +244,8 @@ def test_rows_without_a_source_file_stop_the_run_before_the_bookmark(spark) -> N
     with pytest.raises(job.UnaccountedRowsError, match="1 of 2 bronze rows"):
         job.account(job.read_records(df, SPEC), SPEC)
     named = df.where(f"{job.SOURCE_FILE_COLUMN} IS NOT NULL")
-    files, rows, bad, _spans, changes = job.account(job.read_records(named, SPEC), SPEC)
+    files, rows, bad, _spans, changes, _range = job.account(
+        job.read_records(named, SPEC), SPEC)
     assert (files, rows, bad, changes) == (["s3://b/a.csv"], 1, 0, 0)
 
 
@@ -256,6 +257,46 @@ def test_accounting_counts_the_valid_records_that_are_not_inserts(spark) -> None
     df = spark.createDataFrame(rows, ", ".join(f"`{c}` string" for c in columns))
     accounted = job.account(job.read_records(df, SPEC), SPEC)
     assert (accounted.rows, accounted.quarantined, accounted.changes) == (5, 2, 2)
+
+
+def test_the_key_range_spans_the_valid_keys_and_the_before_images_only(spark) -> None:
+    """account's key_range bounds what the MERGE reads of silver: every valid record's
+    key, and the old key of a key change (its before image), which the MERGE deletes."""
+    spec = hosts_spec(before_image=True)
+    names = [c["name"] for c in spec["bronze_columns"]]
+    row = dict.fromkeys(names)
+    row |= {"op": "U", "last_updated_ts": "2026-01-01 00:00:00", "change_seq": SEQ}
+
+    def record(file: str, **values: str | None) -> tuple:
+        return (*({**row, **values}[n] for n in names), file)
+
+    rows = [record("s3://b/a", id="10", bi_id="10"),
+            record("s3://b/a", id="12", bi_id="3"),  # a key change from 3
+            record("s3://b/b", op="I", id="11", bi_id=None),
+            record("s3://b/b", id="-50", op="X"),  # quarantined: not in the range
+            record("s3://b/b", id="99x")]  # quarantined too
+    df = spark.createDataFrame(rows, ", ".join(f"`{c}` string" for c in
+                                               [*names, job.SOURCE_FILE_COLUMN]))
+    accounted = job.account(job.read_records(df, spec), spec)
+    assert accounted.quarantined == 2 and accounted.key_range == (3, 12)
+    none_valid = df.where("id IN ('-50', '99x')")
+    assert job.account(job.read_records(none_valid, spec), spec).key_range is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.lists(st.text(min_size=0, max_size=12), min_size=1, max_size=4),
+       numbers=st.lists(st.integers(-2**63, 2**63 - 1), min_size=1, max_size=4),
+       days=st.lists(st.dates(), min_size=1, max_size=4))
+def test_key_literals_read_back_as_the_same_values_and_order(spark, values, numbers,
+                                                            days) -> None:
+    """key_within's literals: any string (quotes, backslashes, any code point), any
+    BIGINT and DATE reads back in Spark as itself, and Python's order of the values (which
+    account's range takes) is Spark's."""
+    for sql_type, items in (("string", values), ("bigint", numbers), ("date", days)):
+        literals = ", ".join(job.key_literal(v, sql_type) for v in items)
+        got = spark.sql(f"SELECT array({literals}) AS a, array_sort(array({literals})) AS s"
+                        ).first()
+        assert list(got.a) == items and list(got.s) == sorted(items), sql_type
 
 
 def test_floats_in_dms_exponent_form_cast_to_the_same_values(glue, tmp_path) -> None:

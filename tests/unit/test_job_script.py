@@ -187,3 +187,15 @@ def test_only_full_load_files_of_inserts_skip_the_classification() -> None:
     assert not job.only_inserts_of_a_full_load(accounting(load, quarantined=len(load)))
     # a folder named like a full-load file does not make its CDC files full-load ones
     assert not job.only_inserts_of_a_full_load(accounting(["s3://b/LOAD1/20260105.csv"]))
+
+
+def test_a_key_range_bounds_silver_only_for_ranged_key_types() -> None:
+    spec = hosts_spec()  # id INT
+    assert job.key_within("t.`id`", spec, None) == "TRUE"
+    assert job.key_within("t.`id`", spec, (-3, 12)) == (
+        "t.`id` BETWEEN CAST(-3 AS INT) AND CAST(12 AS INT)")
+    text = {**spec, "silver_columns": [{**c, "type": "string"} if c["name"] == "id" else c
+                                       for c in spec["silver_columns"]]}
+    assert job.key_within("id", text, ("a'\\", "é")) == (
+        "id BETWEEN CAST(X'61275c' AS STRING) AND CAST(X'c3a9' AS STRING)")
+    assert "timestamp" not in job.RANGED_KEY_TYPES  # naive datetimes: the driver's zone
