@@ -436,14 +436,17 @@ class Accounting(NamedTuple):
     key_range: tuple | None = None
 
 
-# Key types whose values Python orders as Spark does (strings: code point order is UTF-8
-# byte order) and key_literal writes exactly.
+# Key types ranged, each by a form Spark computes, Python orders as Spark orders the
+# values, and key_literal turns back into the exact value: integers as themselves, a
+# DATE as its days since 1970 (year 0 has no Python date), a STRING as the hex of its
+# bytes (Spark's byte order; a Parquet string need not be valid UTF-8).
 RANGED_KEY_TYPES = ("smallint", "int", "bigint", "string", "date")
 
 
 def first_key_values(spec: dict) -> list:
-    """The first key column's silver value of a valid record, and its before image's
-    (when the task writes one), as Spark expressions; [] when its type is not ranged."""
+    """The ranged form of the first key column's silver value of a valid record, and of
+    its before image's (when the task writes one), as Spark expressions; [] when its
+    type is not ranged."""
     from pyspark.sql import functions as F
 
     key = spec["keys"][0]
@@ -456,17 +459,20 @@ def first_key_values(spec: dict) -> list:
     before = before_image_keys(spec).get(key)
     if before:
         values.append(F.expr(castable(before, sql_type, text)).cast(sql_type))
-    return [F.when(F.col(REASON).isNull(), v) for v in values]
+    epoch = F.lit("1970-01-01").cast("date")
+    form = {"string": F.hex, "date": lambda v: F.datediff(v, epoch)}
+    ranged = [form.get(sql_type, lambda v: v)(v) for v in values]
+    return [F.when(F.col(REASON).isNull(), v) for v in ranged]
 
 
-def key_literal(value, sql_type: str) -> str:
-    """A ranged key value as a Spark SQL literal of the column's type, folded to a
-    constant so Iceberg prunes files by it (a string as its UTF-8 bytes: no escaping)."""
+def key_literal(form, sql_type: str) -> str:
+    """A ranged key (first_key_values' form) as a Spark SQL literal of the column's type,
+    folded to a constant so Iceberg prunes files by it."""
     if sql_type == "string":
-        return f"CAST(X'{value.encode().hex()}' AS STRING)"
+        return f"CAST(X'{form}' AS STRING)"
     if sql_type == "date":
-        return f"DATE '{value.isoformat()}'"
-    return f"CAST({int(value)} AS {sql_type.upper()})"
+        return f"DATE_FROM_UNIX_DATE({int(form)})"
+    return f"CAST({int(form)} AS {sql_type.upper()})"
 
 
 def key_within(column: str, spec: dict, key_range: tuple | None) -> str:

@@ -286,15 +286,23 @@ def test_the_key_range_spans_the_valid_keys_and_the_before_images_only(spark) ->
 @settings(max_examples=60, deadline=None)
 @given(values=st.lists(st.text(min_size=0, max_size=12), min_size=1, max_size=4),
        numbers=st.lists(st.integers(-2**63, 2**63 - 1), min_size=1, max_size=4),
-       days=st.lists(st.dates(), min_size=1, max_size=4))
-def test_key_literals_read_back_as_the_same_values_and_order(spark, values, numbers,
-                                                            days) -> None:
-    """key_within's literals: any string (quotes, backslashes, any code point), any
-    BIGINT and DATE reads back in Spark as itself, and Python's order of the values (which
-    account's range takes) is Spark's."""
-    for sql_type, items in (("string", values), ("bigint", numbers), ("date", days)):
-        literals = ", ".join(job.key_literal(v, sql_type) for v in items)
-        got = spark.sql(f"SELECT array({literals}) AS a, array_sort(array({literals})) AS s"
+       days=st.lists(st.integers(-719_528, 2_932_896), min_size=1, max_size=4))
+def test_ranged_keys_read_back_as_the_same_values_in_the_same_order(spark, values, numbers,
+                                                                     days) -> None:
+    """account's ranged form of a key (first_key_values') and key_within's literal of it:
+    any string (quotes, backslashes, any code point), any BIGINT and any DATE of years
+    0-9999 reads back in Spark as the same form, and Python's order of the forms (which
+    the range takes) is Spark's order of the values."""
+    from pyspark.sql import functions as F
+
+    forms = [r.f for r in spark.createDataFrame([(v,) for v in values], "k string")
+             .select(F.hex("k").alias("f")).collect()]
+    assert forms == [v.encode().hex().upper() for v in values]  # the bytes, in hex
+    back = {"string": "hex(x)", "bigint": "x", "date": "datediff(x, DATE '1970-01-01')"}
+    for sql_type, items in (("string", forms), ("bigint", numbers), ("date", days)):
+        literals = f"array({', '.join(job.key_literal(v, sql_type) for v in items)})"
+        got = spark.sql(f"SELECT transform({literals}, x -> {back[sql_type]}) AS a, "
+                        f"transform(array_sort({literals}), x -> {back[sql_type]}) AS s"
                         ).first()
         assert list(got.a) == items and list(got.s) == sorted(items), sql_type
 
