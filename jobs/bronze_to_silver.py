@@ -304,24 +304,33 @@ def numbered(records, spans: list, spec: dict):
     )
 
 
-def silver_projection(spec: dict) -> list:
-    """The silver columns as Spark expressions over valid bronze records: a cast, or a
+def typed(name: str, sql_type: str, text: bool):
+    """A valid bronze column as its Spark type (castable's text form, cast)."""
+    from pyspark.sql import functions as F
+
+    return F.expr(castable(name, sql_type, text)).cast(sql_type)
+
+
+def silver_value(c: dict, text: bool):
+    """One silver column as a Spark expression over valid bronze records: a cast, or a
     named transform (pipeline_contract/table_specs.py; cdclab.reconcile computes the same in
     Python)."""
     from pyspark.sql import functions as F
 
-    out = []
+    value = F.col(q(c["from"]))
+    if c.get("transform") == TRANSFORM_SPLIT:
+        parts = F.split(value, c["pattern"], 2)
+        value = (F.when(value.isNotNull(), parts.getItem(0)) if c["part"] == 0
+                 else F.when(F.size(parts) > 1, parts.getItem(1)))
+    elif c["type"] != "string":
+        value = typed(c["from"], c["type"], text)
+    return value.alias(c["name"])
+
+
+def silver_projection(spec: dict) -> list:
+    """The silver columns as Spark expressions over valid bronze records (silver_value)."""
     text = spec.get("bronze_format", "csv") == "csv"
-    for c in spec["silver_columns"]:
-        value = F.col(q(c["from"]))
-        if c.get("transform") == TRANSFORM_SPLIT:
-            parts = F.split(value, c["pattern"], 2)
-            value = (F.when(value.isNotNull(), parts.getItem(0)) if c["part"] == 0
-                     else F.when(F.size(parts) > 1, parts.getItem(1)))
-        elif c["type"] != "string":
-            value = F.expr(castable(c["from"], c["type"], text)).cast(c["type"])
-        out.append(value.alias(c["name"]))
-    return out
+    return [silver_value(c, text) for c in spec["silver_columns"]]
 
 
 def old_key_columns(spec: dict) -> dict[str, int | bool | None]:
@@ -443,22 +452,25 @@ class Accounting(NamedTuple):
 RANGED_KEY_TYPES = ("smallint", "int", "bigint", "string", "date")
 
 
+def first_key_column(spec: dict) -> dict:
+    return next(c for c in spec["silver_columns"] if c["name"] == spec["keys"][0])
+
+
 def first_key_values(spec: dict) -> list:
     """The ranged form of the first key column's silver value of a valid record, and of
     its before image's (when the task writes one), as Spark expressions; [] when its
     type is not ranged."""
     from pyspark.sql import functions as F
 
-    key = spec["keys"][0]
-    index = next(i for i, c in enumerate(spec["silver_columns"]) if c["name"] == key)
-    sql_type = spec["silver_columns"][index]["type"]
+    key = first_key_column(spec)
+    sql_type = key["type"]
     if sql_type not in RANGED_KEY_TYPES:
         return []
     text = spec.get("bronze_format", "csv") == "csv"
-    values = [silver_projection(spec)[index]]
-    before = before_image_keys(spec).get(key)
+    values = [silver_value(key, text)]
+    before = before_image_keys(spec).get(key["name"])
     if before:
-        values.append(F.expr(castable(before, sql_type, text)).cast(sql_type))
+        values.append(typed(before, sql_type, text))
     epoch = F.lit("1970-01-01").cast("date")
     form = {"string": F.hex, "date": lambda v: F.datediff(v, epoch)}
     ranged = [form.get(sql_type, lambda v: v)(v) for v in values]
@@ -481,7 +493,7 @@ def key_within(column: str, spec: dict, key_range: tuple | None) -> str:
     so a small batch's join and MERGE read only the files whose keys can overlap it."""
     if key_range is None:
         return "TRUE"
-    sql_type = next(c["type"] for c in spec["silver_columns"] if c["name"] == spec["keys"][0])
+    sql_type = first_key_column(spec)["type"]
     lo, hi = (key_literal(v, sql_type) for v in key_range)
     return f"{column} BETWEEN {lo} AND {hi}"
 
@@ -611,7 +623,7 @@ def run(spark, bronze_df, spec: dict, run_id: str,
         F.col(q(op)).alias(OP), *silver_projection(spec),
         # full-load rows are not CDC changes: no commit-to-silver latency for them
         F.regexp_extract(FILE, FULL_LOAD_FILE, 2).alias(LOAD),
-        *[F.expr(castable(before[k], types[k], text)).cast(types[k]).alias(f"{BEFORE}{i}")
+        *[typed(before[k], types[k], text).alias(f"{BEFORE}{i}")
           for i, k in enumerate(keys) if before],
     )
     cleaned = (with_old_key_deletes(cleaned, spec) if before
@@ -836,11 +848,21 @@ def first_upkeep(properties: dict[str, str]) -> bool:
     return LAST_MAINTENANCE_PROPERTY not in properties
 
 
-def set_missing(spark, table: str, have: dict[str, str], wanted: dict[str, str]) -> None:
-    missing = {k: v for k, v in wanted.items() if have.get(k) != v}
-    if missing:
-        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ("
-                  + ", ".join(f"'{k}'='{v}'" for k, v in missing.items()) + ")")
+def keep_metadata_files(spark, spec: dict, silver_properties: dict[str, str]) -> None:
+    """METADATA_CLEANUP on the table's silver, tombstone and quarantine tables, where a
+    table lacks it (silver's properties already read)."""
+    for table in (spec["silver_table"], spec["tombstone_table"], spec["quarantine_table"]):
+        have = (silver_properties if table == spec["silver_table"]
+                else table_properties(spark, table))
+        missing = {k: v for k, v in METADATA_CLEANUP.items() if have.get(k) != v}
+        if missing:
+            spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ("
+                      + ", ".join(f"'{k}'='{v}'" for k, v in missing.items()) + ")")
+
+
+def mark_upkeep(spark, table: str, now: float) -> None:
+    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES "
+              f"('{LAST_MAINTENANCE_PROPERTY}'='{int(now * 1000)}')")
 
 
 def expire_snapshots(spark, table: str, older_than_s: float, retain_last: int) -> int:
@@ -880,10 +902,8 @@ def upkeep(spark, spec: dict, plan: dict, backlog: bool, now: float | None = Non
     props = table_properties(spark, silver)
     if not maintenance_due(props, int(now * 1000), plan["maintenance_interval_minutes"]):
         if first_upkeep(props):
-            for table in (spec["tombstone_table"], spec["quarantine_table"]):
-                set_missing(spark, table, table_properties(spark, table), METADATA_CLEANUP)
-            set_missing(spark, silver, props,
-                        METADATA_CLEANUP | {LAST_MAINTENANCE_PROPERTY: str(int(now * 1000))})
+            keep_metadata_files(spark, spec, props)
+            mark_upkeep(spark, silver, now)
             log(f"{silver}: first upkeep in {plan['maintenance_interval_minutes']:g} min")
         return None
     started = time.monotonic()
@@ -905,17 +925,15 @@ def upkeep(spark, spec: dict, plan: dict, backlog: bool, now: float | None = Non
         done["tombstones_pruned"] = step(f"prune {spec['tombstone_table']}", prune_tombstones,
                                          spark, spec["tombstone_table"],
                                          now - horizon_days * 86400)
+    keep_metadata_files(spark, spec, props)
     for table in (silver, spec["tombstone_table"], spec["quarantine_table"]):
-        have = props if table == silver else table_properties(spark, table)
-        set_missing(spark, table, have, METADATA_CLEANUP)
         done["snapshot_files_deleted"] += step(
             f"expire_snapshots {table}", expire_snapshots, spark, table,
             now - plan["snapshot_retention_hours"] * 3600, int(plan["retain_last_snapshots"]))
         done["orphan_files_removed"] += step(
             f"remove_orphan_files {table}", remove_orphan_files, spark, table,
             now - plan["orphan_file_age_hours"] * 3600)
-    spark.sql(f"ALTER TABLE {silver} SET TBLPROPERTIES "
-              f"('{LAST_MAINTENANCE_PROPERTY}'='{int(now * 1000)}')")
+    mark_upkeep(spark, silver, now)
     done["seconds"] = round(time.monotonic() - started, 3)
     log(f"{silver}: maintenance {done}")
     return done
