@@ -208,6 +208,12 @@ class Lab:
         return self.silver_table(table).scan().to_pandas().sort_values(keys,
                                                                        ignore_index=True)
 
+    def in_silver(self, text: str | None) -> str | None:
+        """A source text value as silver holds it (with CSV bronze, '' reads as NULL)."""
+        from cdclab.reconcile import source_text_in_silver
+
+        return source_text_in_silver(text, self.pipeline.dms)
+
     def reconcile(self, table: str | None = None):
         """`cdclab reconcile`: every table, or one (schema.table)."""
         from cdclab.reconcile import reconcile

@@ -227,6 +227,14 @@ def as_read(text: str | None, null_value: str = "", quote_empty: bool = False,
     return text
 
 
+def source_text_in_silver(text: str | None, dms: settings.DmsSettings) -> str | None:
+    """A source text column's value as silver holds it. In CSV bronze '' is an empty
+    field like NULL (CsvNullValue ""), so Glue reads it as NULL; Parquet keeps both."""
+    if dms.data_format == "parquet":
+        return text
+    return as_read(text, dms.csv_null_value, dms.quote_empty_strings and dms.rfc4180)
+
+
 def business_columns(spec: Mapping[str, Any]) -> tuple[str, ...]:
     """Silver columns that come from the source (not the CDC bookkeeping)."""
     meta = {c["name"] for c in spec["bronze_columns"] if c["role"] in ("timestamp", "change_seq")}

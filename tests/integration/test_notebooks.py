@@ -47,6 +47,11 @@ def drained_stack(stack):
     wait_for_drain(stack.env, load_pipeline(), current_wal_lsn(dsn), timeout=420)
     # a CDC feed for notebook 02
     run_workload(dsn, load_pipeline(), transactions=40, rate=40, seed=11)
+    # notebook 03 renames the smallest id: from '', which CSV bronze carries as NULL
+    src = load_pipeline().source
+    with psycopg.connect(dsn) as conn:
+        conn.execute(f'UPDATE "{src.schema}"."{src.table}" SET name = \'\' '
+                     f'WHERE id = (SELECT min(id) FROM "{src.schema}"."{src.table}")')
     wait_for_drain(stack.env, load_pipeline(), current_wal_lsn(dsn), timeout=420)
     return stack
 

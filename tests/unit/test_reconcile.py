@@ -237,3 +237,19 @@ def test_old_keys_of_primary_key_updates_are_named_orphans_with_their_cause() ->
     assert both.orphan_keys == ["public.hosts_demo:30017", "public.hosts_demo:30018",
                                 "public.hosts_demo:30019"]
     assert both.hints == [f"public.hosts_demo: {orphan_hint(plain)}"]
+
+
+@given(st.one_of(st.none(), st.text(max_size=5)),
+       st.sampled_from(["csv", "parquet"]), st.booleans())
+def test_a_source_text_in_silver_is_null_for_csv_empties_and_itself_otherwise(
+        text: str | None, data_format: str, quote_empty: bool) -> None:
+    """What notebook 03 compares silver with: with CSV bronze and AWS's unquoted empties
+    a source '' reads as NULL; Parquet and the lab's quoted "" keep it."""
+    from cdclab.reconcile import source_text_in_silver
+    from pipeline_contract.settings import load_pipeline
+
+    dms = dataclasses.replace(load_pipeline().dms, data_format=data_format,
+                              quote_empty_strings=quote_empty, csv_null_value="")
+    got = source_text_in_silver(text, dms)
+    empty_is_null = data_format == "csv" and not quote_empty
+    assert got == (None if text == "" and empty_is_null else text)
