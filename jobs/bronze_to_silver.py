@@ -534,8 +534,9 @@ def is_full_load_file(path: str) -> bool:
 
 
 def only_inserts_of_a_full_load(accounted: Accounting) -> bool:
-    """The batch is full-load files whose valid records are all inserts: into tables never
-    written, every latest record is an insert, so no classification is needed."""
+    """The batch is full-load files whose valid records are all inserts: into tables that
+    hold none of their keys, every latest record is an insert, so no classification is
+    needed."""
     return (accounted.rows > accounted.quarantined and accounted.changes == 0
             and all(is_full_load_file(f) for f in accounted.files))
 
@@ -543,6 +544,20 @@ def only_inserts_of_a_full_load(accounted: Accounting) -> bool:
 def never_written(spark, table: str) -> bool:
     """The Iceberg table has no snapshot: it is empty and no change ever reached it."""
     return table_properties(spark, table).get("current-snapshot-id") == "none"
+
+
+def holds_no_key_within(spark, table: str, spec: dict, key_range: tuple | None) -> bool:
+    """No row of the table has its first key in the batch's key range (without a range:
+    the table was never written). A full load's files hold disjoint key ranges (DMS reads
+    a table by key into files of MaxFileSize), so each finds none of the previous ones'
+    keys; the scan reads only data files whose key bounds meet the range."""
+    if never_written(spark, table):
+        return True
+    if key_range is None:
+        return False
+    first = q(first_key_column(spec)["name"])
+    return not spark.sql(f"SELECT 1 FROM {table} "
+                         f"WHERE {key_within(first, spec, key_range)} LIMIT 1").take(1)
 
 
 def added_records(spark, table: str) -> int:
@@ -638,10 +653,11 @@ def run(spark, bronze_df, spec: dict, run_id: str,
                                               if before])
     )
     latest.createOrReplaceTempView(f"{view}_latest")
-    if (only_inserts_of_a_full_load(accounted) and never_written(spark, silver)
-            and never_written(spark, tombstones)):
-        # A first full load: the MERGE's classification would find every row an insert.
-        counts, old_keys_deleted, latency = append_first_load(spark, spec, view, phases)
+    if only_inserts_of_a_full_load(accounted) and all(
+            holds_no_key_within(spark, t, spec, accounted.key_range)
+            for t in (silver, tombstones)):
+        # The MERGE's classification would find every row an insert.
+        counts, old_keys_deleted, latency = append_full_load(spark, spec, view, phases)
     else:
         counts, old_keys_deleted, latency = classify_and_merge(spark, spec, view, phases,
                                                                accounted.key_range)
@@ -667,7 +683,7 @@ def run(spark, bronze_df, spec: dict, run_id: str,
     }
 
 
-def append_first_load(spark, spec: dict, view: str, phases: Phases) -> tuple[dict, int, list]:
+def append_full_load(spark, spec: dict, view: str, phases: Phases) -> tuple[dict, int, list]:
     """The batch's latest records appended to silver in one pass, without caching the batch
     to classify it first; (counts per action, old keys deleted, latencies) as
     classify_and_merge gives them (full-load rows have no commit-to-silver latency)."""
@@ -675,7 +691,7 @@ def append_first_load(spark, spec: dict, view: str, phases: Phases) -> tuple[dic
     columns = ", ".join(q(c["name"]) for c in spec["silver_columns"])
     spark.sql(f"INSERT INTO {silver} ({columns}) SELECT {columns} FROM {view}_latest")
     inserted = added_records(spark, silver)
-    phases.done("insert into silver", f"{inserted} records, a first full load")
+    phases.done("insert into silver", f"{inserted} records of a full load")
     return {"insert": inserted}, 0, []
 
 

@@ -312,12 +312,12 @@ def test_job_matches_merge_model_out_of_order_and_replayed(iceberg_rest: dict, f
             i: {k: str(getattr(r, k)) for k in keep} for i, r in silver.items()}
 
 
-def test_a_first_full_load_is_appended_and_later_batches_merged(iceberg_rest: dict, fresh_lake,
-                                                                tmp_path: Path) -> None:
-    """Full-load files of inserts only, into tables never written: the job appends them
-    (no classification), with the same silver and counts the MERGE would give. A repeated
-    key across full-load files keeps its latest record; a quarantined row stays out. Any
-    other batch is merged."""
+def test_a_full_load_is_appended_where_silver_holds_none_of_its_keys(
+        iceberg_rest: dict, fresh_lake, tmp_path: Path) -> None:
+    """Full-load files of inserts only, into tables that hold none of their key range: the
+    job appends them (no classification), with the same silver and counts the MERGE would
+    give. A repeated key across full-load files keeps its latest record; a quarantined row
+    stays out. Any other batch is merged."""
     with job_lab(iceberg_rest, tmp_path) as lab:
         tables, upload = lab.tables, lab.upload
         second = [ch("I", 7, 0, 7, "seven"), ch("I", 1, 0, 8, "Anna reloaded")]
@@ -345,3 +345,19 @@ def test_a_first_full_load_is_appended_and_later_batches_merged(iceberg_rest: di
         assert "merge into silver" in m3["phase_seconds"]
         silver, tombs = apply_batch(silver, tombs, CDC_A)
         assert tables.read()[:2] == (silver, tombs)
+
+        # the next file of a full load (keys past silver's) is appended; a full-load file
+        # whose key range holds a tombstone's key (5, deleted in CDC_A) is merged
+        above = [ch("I", 20, 0, 11, "twenty"), ch("I", 21, 0, 12, "twenty-one")]
+        upload("LOAD00000004.csv", dms_csv(above))
+        m4 = lab.run()
+        assert "merge into silver" not in m4["phase_seconds"]
+        assert (m4["inserted"], m4["updated"], m4["skipped"]) == (2, 0, 0)
+        silver, tombs = apply_batch(silver, tombs, above)
+        over_tombstone = [ch("I", 5, 0, 13, "five again"), ch("I", 6, 0, 14, "six")]
+        upload("LOAD00000005.csv", dms_csv(over_tombstone))
+        m5 = lab.run()
+        assert "merge into silver" in m5["phase_seconds"]
+        assert m5["inserted"] == 1, m5
+        silver, tombs = apply_batch(silver, tombs, over_tombstone)
+        assert 5 not in silver and tables.read()[:2] == (silver, tombs)
