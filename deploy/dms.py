@@ -28,8 +28,8 @@ def s3_target_settings(p: PipelineSettings, *, bucket: str, role_arn: str) -> di
         "CdcInsertsOnly": d.cdc_inserts_only,
         "CdcInsertsAndUpdates": d.cdc_inserts_and_updates,
         "UseTaskStartTimeForFullLoadTimestamp": d.use_task_start_time_for_full_load_timestamp,
-        "MaxFileSize": d.max_file_size_kb,
-        # the lab's small batches are not sent: DMS keeps its defaults unless they are set
+        # the lab's small files and batches are not sent: DMS keeps its defaults unless set
+        **({"MaxFileSize": d.max_file_size_kb} if d.max_file_size_kb is not None else {}),
         **({"CdcMaxBatchInterval": d.cdc_max_batch_interval_seconds}
            if d.cdc_max_batch_interval_seconds is not None else {}),
         **({"CdcMinFileSize": d.cdc_min_file_size_kb}

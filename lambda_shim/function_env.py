@@ -6,9 +6,11 @@ from __future__ import annotations
 from pipeline_contract.settings import BACKLOG_SUFFIX, DmsSettings, PipelineSettings
 
 KiB, MiB = 1024, 1024 * 1024
-# DMS's S3 target defaults (CHAP_Target.S3, "Endpoint settings"): CdcMinFileSize 32000 KB;
+# DMS's S3 target defaults (CHAP_Target.S3, "Endpoint settings"): MaxFileSize 1 GB
+# (1,048,576 KB, also its greatest value); CdcMinFileSize 32000 KB;
 # DataPageSize and DictPageSizeLimit 1,024,000 bytes; RowGroupLength 10,024 rows (the
 # emitter's 10,000 is below it)
+DMS_MAX_FILE_SIZE_KB = 1048576
 DMS_CDC_MIN_FILE_SIZE_KB = 32000
 DMS_PAGE_BYTES = 1_024_000
 DMS_ROW_GROUP_LENGTH = 10_024
@@ -37,7 +39,8 @@ def gate_limits(d: DmsSettings) -> dict[str, int]:
     """
     field = max(4 * d.lob_max_size_kb * KiB, FIELD_FLOOR_CHARS)
     record = FIELDS_PER_RECORD * field
-    file_kb = max(d.max_file_size_kb, d.cdc_min_file_size_kb or DMS_CDC_MIN_FILE_SIZE_KB)
+    file_kb = max(d.max_file_size_kb or DMS_MAX_FILE_SIZE_KB,
+                  d.cdc_min_file_size_kb or DMS_CDC_MIN_FILE_SIZE_KB)
     page = max(d.data_page_size or DMS_PAGE_BYTES, d.dict_page_size_limit or DMS_PAGE_BYTES)
     return {
         "GATE_MAX_FIELD_CHARS": field,

@@ -93,6 +93,9 @@ LAB_BATCH_SIZE_KB = 4096  # ... or 32000 KB (64 KB cut a 100k-row transaction in
 # ... and, unlike DMS, a file as soon as no change has come for this long (an idle
 # source's change is not held for the whole interval); off once an interval is set
 LAB_BATCH_QUIET_S = 0.1
+# A full load's files of 32 MB, not DMS's one of up to 1 GB (MaxFileSize): Glue reads a
+# multi-line CSV file in one task, so a 1M-row table in several files uses every core.
+LAB_LOAD_FILE_KB = 32768
 # the watcher's listing period (the stand-in for S3's event notifications, which arrive
 # within a second or so): a cheap incremental ListObjectsV2 per table folder
 LAB_WATCH_INTERVAL_S = 0.25
@@ -259,7 +262,9 @@ class DmsSettings(Section):
     csv_row_delimiter: str
     csv_null_value: str
     change_seq_column: str
-    max_file_size_kb: int
+    # Unset: the lab cuts LOAD files at LAB_LOAD_FILE_KB and `cdclab deploy` leaves DMS's
+    # default (1 GB); set: both use the value.
+    max_file_size_kb: int | None = None
     # Unset: the lab batches small (LAB_BATCH_*) and `cdclab deploy` leaves DMS's own
     # defaults (60 s, 32000 KB). Set: both use the value.
     cdc_max_batch_interval_seconds: int | None = None
@@ -324,7 +329,7 @@ class DmsSettings(Section):
         "csv_row_delimiter": one_of("\n", "\r\n"),
         "csv_null_value": text(r'[^"\r\n\x00]*', "text without quotes, line breaks or NUL"),
         "change_seq_column": _COLUMN,
-        "max_file_size_kb": whole(1, 1048576, " (DMS MaxFileSize, KB)"),
+        "max_file_size_kb": whole(1, 1048576, " (DMS MaxFileSize, KB)", optional=True),
         "cdc_max_batch_interval_seconds": whole(1, optional=True),
         "cdc_min_file_size_kb": whole(1, optional=True),
         "migration_type": one_of(*MIGRATION_TYPES),

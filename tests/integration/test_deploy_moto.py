@@ -144,7 +144,6 @@ def test_deploy_creates_every_resource_with_its_settings(aws):
         "CdcInsertsAndUpdates": d.cdc_inserts_and_updates,
         "UseTaskStartTimeForFullLoadTimestamp": (
             d.use_task_start_time_for_full_load_timestamp),
-        "MaxFileSize": d.max_file_size_kb,
         "DatePartitionEnabled": d.date_partition_enabled,
         "DatePartitionSequence": d.date_partition_sequence,
         "DatePartitionDelimiter": d.date_partition_delimiter,

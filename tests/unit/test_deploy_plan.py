@@ -55,7 +55,6 @@ def emitter_s3_settings(bucket: str, role_arn: str) -> dict:
         "CdcInsertsAndUpdates": d.cdc_inserts_and_updates,
         "UseTaskStartTimeForFullLoadTimestamp": (
             d.use_task_start_time_for_full_load_timestamp),
-        "MaxFileSize": d.max_file_size_kb,
         "ServiceAccessRoleArn": role_arn,
         "DatePartitionEnabled": d.date_partition_enabled,
         "DatePartitionSequence": d.date_partition_sequence,
@@ -362,6 +361,24 @@ def test_parquet_and_date_partitions_are_sent_as_the_emitter_applies_them():
     # csv: no Parquet settings at all, and no time zone while it is unset
     csv = s3_target_settings(P, bucket="b", role_arn="r")
     assert not any(k.startswith(("Parquet", "Encoding", "DatePartitionTimezone")) for k in csv)
+
+
+def test_file_sizes_and_batches_the_lab_chooses_are_sent_only_when_set():
+    """Unset, the lab cuts LOAD files at 32 MB and CDC files after 1 s or 4 MB, and DMS
+    keeps its own defaults (MaxFileSize 1 GB, 60 s, 32000 KB); set, DMS gets the value."""
+    from dataclasses import replace
+
+    from deploy.dms import s3_target_settings
+    asked = ("MaxFileSize", "CdcMaxBatchInterval", "CdcMinFileSize")
+    unset = replace(P.dms, max_file_size_kb=None, cdc_max_batch_interval_seconds=None,
+                    cdc_min_file_size_kb=None)
+    sent = s3_target_settings(replace(P, dms=unset), bucket="b", role_arn="r")
+    assert not any(k in sent for k in asked)
+    chosen = replace(unset, max_file_size_kb=65536, cdc_max_batch_interval_seconds=30,
+                     cdc_min_file_size_kb=1000)
+    sent = s3_target_settings(replace(P, dms=chosen), bucket="b", role_arn="r")
+    assert {k: sent[k] for k in asked} == {"MaxFileSize": 65536, "CdcMaxBatchInterval": 30,
+                                           "CdcMinFileSize": 1000}
 
 
 def test_the_local_and_the_deployed_job_are_one_definition():

@@ -55,3 +55,16 @@ def test_the_quiet_cut_goes_with_the_labs_own_interval_only(tmp_path: Path) -> N
     assert quiet({}, dataclasses.replace(p, dms=dms)) == 0
     assert quiet({settings.ENV_BATCH_QUIET: "0"}) == 0
     assert quiet({settings.ENV_BATCH_INTERVAL: "2", settings.ENV_BATCH_QUIET: "0.3"}) == 0.3
+
+
+def test_load_files_are_cut_at_the_labs_size_unless_max_file_size_is_set(
+        tmp_path: Path) -> None:
+    """Unset, MaxFileSize is the lab's 32 MB (DMS's 1 GB stays AWS's); set, the value."""
+    import dataclasses
+
+    p = settings.load_pipeline()
+    env = {settings.ENV_PG_DSN: "postgresql://unused", settings.ENV_STATE_DIR: str(tmp_path)}
+    unset = dataclasses.replace(p, dms=dataclasses.replace(p.dms, max_file_size_kb=None))
+    assert EmitterConfig.from_env(unset, env).max_file_bytes == settings.LAB_LOAD_FILE_KB * 1024
+    chosen = dataclasses.replace(p, dms=dataclasses.replace(p.dms, max_file_size_kb=1048576))
+    assert EmitterConfig.from_env(chosen, env).max_file_bytes == 1024 ** 3
