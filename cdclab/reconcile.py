@@ -227,12 +227,18 @@ def as_read(text: str | None, null_value: str = "", quote_empty: bool = False,
     return text
 
 
+def empties_quoted(dms: settings.DmsSettings) -> bool:
+    """'' is written "" and so kept apart from NULL: the lab's quote_empty_strings, which
+    needs RFC 4180 quoting."""
+    return dms.quote_empty_strings and dms.rfc4180
+
+
 def source_text_in_silver(text: str | None, dms: settings.DmsSettings) -> str | None:
     """A source text column's value as silver holds it. In CSV bronze '' is an empty
     field like NULL (CsvNullValue ""), so Glue reads it as NULL; Parquet keeps both."""
     if dms.data_format == "parquet":
         return text
-    return as_read(text, dms.csv_null_value, dms.quote_empty_strings and dms.rfc4180)
+    return as_read(text, dms.csv_null_value, empties_quoted(dms))
 
 
 def business_columns(spec: Mapping[str, Any]) -> tuple[str, ...]:
@@ -429,7 +435,7 @@ def reconcile_table(env: Mapping[str, str], spec: Mapping[str, Any],
     normalised: Counter[str] = Counter()
     expected, refused = expected_rows(
         spec, source_data_rows(env[settings.ENV_PG_DSN], spec, p),
-        p.dms.csv_null_value, p.dms.quote_empty_strings and p.dms.rfc4180,
+        p.dms.csv_null_value, empties_quoted(p.dms),
         p.dms.bytea_format, p.dms.parquet_timestamp_in_millisecond, normalised)
     def one(key: tuple) -> Any:  # a one-column key reads as its value (ids as ids)
         return key[0] if len(key) == 1 else key

@@ -548,9 +548,10 @@ def never_written(spark, table: str) -> bool:
 
 def holds_no_key_within(spark, table: str, spec: dict, key_range: tuple | None) -> bool:
     """No row of the table has its first key in the batch's key range (without a range:
-    the table was never written). A full load's files hold disjoint key ranges (DMS reads
-    a table by key into files of MaxFileSize), so each finds none of the previous ones'
-    keys; the scan reads only data files whose key bounds meet the range."""
+    the table was never written). The emitter reads a table by key, so its LOAD files
+    hold disjoint key ranges and each finds none of the previous ones' keys (DMS's read
+    order is not documented: overlapping files are merged); the scan reads only data
+    files whose key bounds meet the range."""
     if never_written(spark, table):
         return True
     if key_range is None:
