@@ -300,6 +300,7 @@ def _choices(key: str) -> st.SearchStrategy:
     "cdc_inserts_only": st.booleans(), "row_group_length": st.none() | st.integers(1, 10**6),
     "csv_delimiter": st.sampled_from([",", ";", "\t", "|"]),
     "csv_null_value": st.sampled_from(["", "NULL", "\\N"]),
+    "max_file_size_kb": st.none() | st.integers(1, 1048576),
 }))
 def test_what_the_settings_accept_the_emitter_applies(changes: dict[str, Any]) -> None:
     from dms_emitter.date_partition import DatePartitioning
@@ -316,6 +317,11 @@ def test_what_the_settings_accept_the_emitter_applies(changes: dict[str, Any]) -
                      d.date_partition_delimiter, d.date_partition_timezone)
     RenderOptions.from_settings(d)
     session_options(d.timestamptz_time_zone, d.interval_style)
+    # the object gate lets through every LOAD file the emitter cuts, and DMS's own
+    from lambda_shim.function_env import DMS_MAX_FILE_SIZE_KB, gate_limits
+    load_kb = d.max_file_size_kb or settings.LAB_LOAD_FILE_KB
+    assert gate_limits(d)["GATE_MAX_OBJECT_BYTES"] > max(
+        load_kb, d.max_file_size_kb or DMS_MAX_FILE_SIZE_KB) * 1024
 
 
 def test_a_section_derived_in_code_is_not_rechecked() -> None:
