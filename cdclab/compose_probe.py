@@ -15,6 +15,10 @@ environment.
   works for the host user), drops to it, and runs `cdclab notebook`.
 - `jupyter-url`: the notebook URL with its token (for `docker compose exec`).
 - `notebooks`: executes every notebook headless inside the container (CI, smoke checks).
+- `spark-worker <args>`: the `spark` profile's standalone worker (Spark's own launcher)
+  with the S3 pair its executors read, and nothing else of the Glue runner's credentials.
+- `spark-app <master host>`: the Glue runner's driver is an application of that
+  standalone master, holding cores (checks that runs go to the cluster, not local mode).
 """
 
 from __future__ import annotations
@@ -228,6 +232,50 @@ def jupyter_url() -> int:
     return 0
 
 
+# What an executor of the `spark` profile reads from the Glue runner's credentials: S3A
+# (EnvironmentVariableCredentialsProvider) and Iceberg's S3FileIO (the AWS SDK's default
+# chain) take the S3 pair from the environment, and an executor inherits its worker's.
+# The Glue API's client keys and the catalog token stay with the driver.
+EXECUTOR_KEYS = (settings.ENV_ACCESS_KEY, settings.ENV_SECRET_KEY, settings.ENV_REGION)
+WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
+
+
+def worker_env(env: dict[str, str], own: dict[str, str]) -> dict[str, str]:
+    return {**env, **{k: own[k] for k in EXECUTOR_KEYS if k in own}}
+
+
+def spark_worker(worker_args: list[str]) -> int:
+    own = json.loads(Path(os.environ[settings.ENV_CREDENTIALS_FILE]).read_text())
+    os.execvpe("spark-class", ["spark-class", WORKER_CLASS, *worker_args],
+               worker_env(dict(os.environ), own))
+
+
+def cluster_app(master_state: dict, app_name: str) -> dict | None:
+    """A running application of that name (or a Glue version's, `<name>-5.0`) holding
+    cores, from the master's /json/."""
+    return next((a for a in master_state.get("activeapps", [])
+                 if (a.get("name") == app_name or str(a.get("name")).startswith(app_name + "-"))
+                 and a.get("cores", 0) > 0), None)
+
+
+def spark_app(master_host: str, ui_port: int = 8080) -> int:
+    from urllib.request import urlopen
+
+    from glue_local.spark_session import APP_NAME
+
+    with urlopen(f"http://{master_host}:{ui_port}/json/", timeout=10) as answer:
+        state = json.load(answer)
+    app = cluster_app(state, APP_NAME)
+    if app is None:
+        names = [a.get("name") for a in state.get("activeapps", [])]
+        print(f"spark-app: no {APP_NAME} holding cores on {master_host}: {names}",
+              file=sys.stderr)
+        return 1
+    print(f"spark-app: {app['id']} ({app['name']}) holds {app['cores']} core(s) on "
+          f"{master_host}; workers: {len(state.get('workers', []))}", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m cdclab.compose_probe")
     sub = parser.add_subparsers(dest="what", required=True)
@@ -241,17 +289,23 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("jupyter")
     sub.add_parser("jupyter-url")
     sub.add_parser("notebooks")
+    sub.add_parser("spark-worker").add_argument("worker_args", nargs=argparse.REMAINDER)
+    sub.add_parser("spark-app").add_argument("master_host")
     args = parser.parse_args(argv)
     if args.what == "credentials":
         make_credentials()
         return 0
     if args.what == "health":  # no credentials needed: keep it cheap
         return 0 if health(args.service) else 1
+    if args.what == "spark-worker":  # only the S3 pair, not the whole file
+        return spark_worker(args.worker_args)
     credentials.apply_file(os.environ)
     if args.what == "deep-health":
         return 0 if deep_health(args.service, settings.load_pipeline()) else 1
     if args.what == "port":
         return 0 if port_answers(args.port, args.host) else 1
+    if args.what == "spark-app":
+        return spark_app(args.master_host)
     if args.what == "jupyter":
         return jupyter()
     if args.what == "jupyter-url":

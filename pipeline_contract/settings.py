@@ -59,6 +59,10 @@ ENV_CREDENTIALS_FILE = "CDCLAB_CREDENTIALS_FILE"  # containers: the generated cr
 ENV_GLUE_CLIENTS_FILE = "CDCLAB_GLUE_CLIENTS_FILE"
 ENV_COMPOSE_PROJECT = "COMPOSE_PROJECT_NAME"  # which compose stack the CLI talks to
 ENV_SPARK_MASTER = "CDCLAB_SPARK_MASTER"  # the runner's Spark master (default local[2])
+# a cluster master's cores for the runner's tasks: its shuffle partitions and parallelism
+# (compose's `spark` worker offers as many); a local[N] master names its own
+ENV_SPARK_CORES = "CDCLAB_SPARK_CORES"
+CLUSTER_CORES = 2
 ENV_GLUE_RUN_LOGS = "CDCLAB_GLUE_RUN_LOGS"  # where Glue run logs are (default <state>/logs/...)
 ENV_JARS_DIR = "CDCLAB_JARS_DIR"  # where bootstrap put the resolved jars
 ENV_BATCH_INTERVAL = "CDCLAB_BATCH_INTERVAL_SECONDS"  # overrides dms.cdc_max_batch_interval
@@ -110,6 +114,14 @@ def env_choice(env: Mapping[str, str], name: str, choices: Sequence[str],
     if value not in choices:
         raise ValueError(f"{name}={value!r}: expected one of {', '.join(choices)}")
     return value
+
+
+def env_count(env: Mapping[str, str], name: str, default: int) -> int:
+    """A whole number >= 1 from `env`; anything else is refused by name."""
+    value = env.get(name, str(default))
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{name}={value!r}: expected a whole number of at least 1")
+    return int(value)
 
 
 def cache_dir() -> Path:

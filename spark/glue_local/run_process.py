@@ -86,10 +86,10 @@ def start_own_driver(own: dict) -> SparkContext:
     """A Spark driver of this run's own (a Glue 5.0 run: this process is that runtime's
     Python, its pyspark launches its Spark), with the run's Glue version's jars and all
     its `--conf` as the driver's settings (glue_local.glue_runtimes)."""
-    from glue_local.spark_session import build_session
+    from glue_local.spark_session import APP_NAME, build_session
 
     spark = build_session(own["env"], own["catalog"], own["catalog_name"],
-                          app_name=f"cdclab-glue-{own['glue_version']}",
+                          app_name=f"{APP_NAME}-{own['glue_version']}",
                           extra_conf=own.get("conf"),
                           spark_jars=[Path(j) for j in own["jars"]])
     return spark.sparkContext

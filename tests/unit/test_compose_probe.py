@@ -99,3 +99,28 @@ def test_the_shell_check_knows_every_service_of_the_registry() -> None:
         assert f'{name}) port="${{{port.env_key}:-{port.container}}}"' in text, name
     for name, state_file in registry.STATE_FILES.items():
         assert f"$state/{state_file}" in text, name
+
+
+def test_the_spark_worker_gets_the_s3_pair_and_nothing_else_of_glues_credentials() -> None:
+    from glue_local.server import ENV_GLUE_CLIENTS
+    from pipeline_contract import settings
+
+    own = {settings.ENV_ACCESS_KEY: "glue-user", settings.ENV_SECRET_KEY: "s3cret",
+           settings.ENV_REGION: "eu-west-1", settings.ENV_CATALOG_TOKEN: "token",
+           ENV_GLUE_CLIENTS: "clients", "CDCLAB_PG_USER": "cdclab"}
+    env = compose_probe.worker_env({"PATH": "/usr/bin"}, own)
+    assert env == {"PATH": "/usr/bin", settings.ENV_ACCESS_KEY: "glue-user",
+                   settings.ENV_SECRET_KEY: "s3cret", settings.ENV_REGION: "eu-west-1"}
+
+
+def test_the_runner_is_on_the_cluster_only_when_its_application_holds_cores() -> None:
+    def master(*apps: tuple[str, int]) -> dict:
+        return {"activeapps": [{"id": f"app-{i}", "name": n, "cores": c}
+                               for i, (n, c) in enumerate(apps)]}
+
+    assert compose_probe.cluster_app(master(("cdclab-glue", 2)), "cdclab-glue")["id"] == "app-0"
+    assert compose_probe.cluster_app(master(("other", 2), ("cdclab-glue-5.0", 1)),
+                                     "cdclab-glue")["id"] == "app-1"
+    assert compose_probe.cluster_app(master(("cdclab-glue", 0)), "cdclab-glue") is None
+    assert compose_probe.cluster_app(master(("cdclab-gluey", 2)), "cdclab-glue") is None
+    assert compose_probe.cluster_app({}, "cdclab-glue") is None

@@ -41,7 +41,8 @@ EXCEPTIONS = {
     "jupyter": ["python", "-m", "cdclab.compose_probe", "jupyter"],  # drops to the owner
     "cli": ["status"],  # entrypoint cdclab: `docker compose run --rm cli <command>`
     "spark-master": ["spark-class", "org.apache.spark.deploy.master.Master"],
-    "spark-worker": ["spark-class", "org.apache.spark.deploy.worker.Worker"],
+    # Spark's launcher, with the S3 pair its executors read
+    "spark-worker": ["python", "-m", "cdclab.compose_probe", "spark-worker"],
 }
 # compose service -> Service it runs under another name (one Service, two profiles)
 VARIANTS = {"glue-aws": "glue"}

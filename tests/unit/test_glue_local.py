@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 from types import SimpleNamespace
 
 import pytest
@@ -133,7 +134,7 @@ def test_session_conf_local_and_aws(tmp_path, monkeypatch) -> None:
     assert not {"s", "t0k3n"} & set(local.values())
     assert local["spark.jars"] == f"{tmp_path / 'a.jar'},{tmp_path / 'glue.jar'}"
     assert local["spark.cdclab.stateDir"] == str(tmp_path)
-    assert local["spark.ui.enabled"] == "false" and local["spark.sql.shuffle.partitions"] == "2"
+    assert local["spark.ui.enabled"] == "false" and local["spark.sql.shuffle.partitions"] == "1"
     assert local["spark.sql.catalog.job_catalog.uri"] == "http://127.0.0.1:8"
     assert local["spark.sql.warehouse.dir"].startswith(str(tmp_path))
     assert local["spark.driver.bindAddress"] == local["spark.driver.host"] == "127.0.0.1"
@@ -153,6 +154,15 @@ def test_session_conf_local_and_aws(tmp_path, monkeypatch) -> None:
                                          spark_session.catalog_conf(on_cluster, lake))
     assert cluster["spark.master"] == "spark://m:7077" and "spark.driver.host" not in cluster
     assert "spark.local.dir" not in cluster  # the workers keep their own
+    # one task per core: those a local master names, a cluster's from CDCLAB_SPARK_CORES
+    assert cluster["spark.sql.shuffle.partitions"] == cluster["spark.default.parallelism"] == "2"
+    four = spark_session.session_conf({**on_cluster, "CDCLAB_SPARK_CORES": "4"}, {})
+    assert four["spark.sql.shuffle.partitions"] == "4"
+    with pytest.raises(ValueError, match="CDCLAB_SPARK_CORES='0'"):
+        spark_session.session_conf({**on_cluster, "CDCLAB_SPARK_CORES": "0"}, {})
+    one = spark_session.session_conf({**env, "CDCLAB_SPARK_MASTER": "local[1]"}, {})
+    assert one["spark.sql.shuffle.partitions"] == one["spark.default.parallelism"] == "1"
+    assert one["spark.driver.bindAddress"] == "127.0.0.1"
     on_aws = {"CDCLAB_PROFILE": "aws", "CDCLAB_STATE_DIR": "/s"}
     aws = spark_session.session_conf(on_aws, spark_session.catalog_conf(on_aws, lake))
     assert aws["spark.sql.catalog.job_catalog.catalog-impl"].endswith("GlueCatalog")
@@ -160,3 +170,14 @@ def test_session_conf_local_and_aws(tmp_path, monkeypatch) -> None:
     (tmp_path / "a.jar").unlink()
     with pytest.raises(FileNotFoundError, match="a.jar"):
         spark_session.session_conf(env, {})
+
+
+@pytest.mark.parametrize(("master", "cores"), [
+    ("local", 1), ("local[1]", 1), ("local[3]", 3), ("local[4,2]", 4),
+    ("local[*]", os.cpu_count() or 1), ("spark://spark-master:7077", None),
+    ("local-cluster[2,1,1024]", None), ("yarn", None)])
+def test_a_local_master_names_its_cores_and_a_cluster_leaves_them_to_its_workers(
+        master, cores) -> None:
+    from glue_local import spark_session
+
+    assert spark_session.local_cores(master) == cores
