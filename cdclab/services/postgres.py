@@ -41,12 +41,9 @@ def bin_dir() -> Path:
     return Path(POSTGRES_BIN_PATH)
 
 
-def server_os_user(*paths: Path) -> str | None:
-    """The OS user the server runs as: None (ourselves) unless we are root.
-
-    The one place handling the run-as-root CI concern: creates the unprivileged user
-    if missing, hands it `paths` and checks it can reach them and the binaries.
-    """
+def ensure_server_user() -> str | None:
+    """As root, the unprivileged OS user the server runs as, created if missing; None
+    (ourselves) otherwise."""
     if os.geteuid() != 0:
         return None
     try:
@@ -61,6 +58,17 @@ def server_os_user(*paths: Path) -> str | None:
                 f"running as root, PostgreSQL needs an unprivileged OS user, but "
                 f"`useradd {PG_OS_USER}` failed: {done.stderr.strip()}"
             ) from None
+    return PG_OS_USER
+
+
+def server_os_user(*paths: Path) -> str | None:
+    """The OS user the server runs as: None (ourselves) unless we are root.
+
+    The one place handling the run-as-root CI concern: creates the unprivileged user
+    if missing, hands it `paths` and checks it can reach them and the binaries.
+    """
+    if ensure_server_user() is None:
+        return None
     for path in paths:
         shutil.chown(path, PG_OS_USER, PG_OS_USER)
         for root, _dirs, files in os.walk(path):
@@ -117,11 +125,13 @@ class PostgresService(Service):
     def prepare(self, ctx: StackContext) -> None:
         user, password = credentials(ctx)
         data = self.data_dir(ctx)
-        sock = self.socket_dir(ctx)
-        os_user = server_os_user(sock)
-        # the user may be new: let it through the state dir and this one (0710, its group)
+        # the user first (a machine's first run creates it), then let it through the state
+        # dir and this one (0710, its group), then hand it the socket's
+        ensure_server_user()
         private_dir(ctx.state_dir, traversed_by_server=True)
         ctx.service_dir(self.name)
+        sock = self.socket_dir(ctx)
+        os_user = server_os_user(sock)
         if not (data / "PG_VERSION").exists():
             self._initdb(ctx, data, user, password, os_user)
         os_user = server_os_user(sock, data)
