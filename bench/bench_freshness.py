@@ -404,7 +404,8 @@ def pipeline_facts(p: PipelineSettings) -> dict:
             "batch_quiet_seconds": quiet_cut_seconds(p, os.environ),
             "watch_interval_seconds": float(os.environ.get(settings.ENV_WATCH_INTERVAL,
                                                            settings.LAB_WATCH_INTERVAL_S)),
-            "max_concurrent_runs": p.glue_job.max_concurrent_runs}
+            "max_concurrent_runs": p.glue_job.max_concurrent_runs,
+            "spark_master": os.environ.get(settings.ENV_SPARK_MASTER, "local[2]")}
 
 
 def run(args: argparse.Namespace, state: Path) -> tuple[int, dict]:
