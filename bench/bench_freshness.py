@@ -405,7 +405,8 @@ def pipeline_facts(p: PipelineSettings) -> dict:
             "watch_interval_seconds": float(os.environ.get(settings.ENV_WATCH_INTERVAL,
                                                            settings.LAB_WATCH_INTERVAL_S)),
             "max_concurrent_runs": p.glue_job.max_concurrent_runs,
-            "spark_master": os.environ.get(settings.ENV_SPARK_MASTER, "local[2]")}
+            "spark_master": os.environ.get(settings.ENV_SPARK_MASTER,
+                                           settings.LOCAL_SPARK_MASTER)}
 
 
 def run(args: argparse.Namespace, state: Path) -> tuple[int, dict]:

@@ -1,8 +1,8 @@
 """Container-side helpers for docker-compose.yml: credentials, health checks, set-up.
 
-Every subcommand first loads the generated credentials (CDCLAB_CREDENTIALS_FILE) into
-its own environment, as `cdclab` itself does, so no secret is ever in a container's
-environment.
+Every subcommand but `health` first loads the generated credentials
+(CDCLAB_CREDENTIALS_FILE) into its own environment, as `cdclab` itself does, so no secret
+is ever in a container's environment.
 
 - `credentials`: the one-shot that generates the stack's credentials once (0600).
 - `health <service>`: cheap: this start of the service passed the very `Service.healthy()`
@@ -15,10 +15,10 @@ environment.
   works for the host user), drops to it, and runs `cdclab notebook`.
 - `jupyter-url`: the notebook URL with its token (for `docker compose exec`).
 - `notebooks`: executes every notebook headless inside the container (CI, smoke checks).
-- `spark-worker <args>`: the `spark` profile's standalone worker (Spark's own launcher)
-  with the S3 pair its executors read, and nothing else of the Glue runner's credentials.
+- `spark-worker <worker args>`: the `spark` profile's standalone worker (Spark's own
+  launcher, given the arguments as they are) with the S3 pair its executors read.
 - `spark-app <master host>`: the Glue runner's driver is an application of that
-  standalone master, holding cores (checks that runs go to the cluster, not local mode).
+  standalone master, holding cores (its runs go to the cluster, not local mode).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import NoReturn
 
 from cdclab import credentials
 from cdclab.services import registry
@@ -120,6 +121,11 @@ def init(rows: int, pipeline: PipelineSettings) -> None:
 # the service mounts only its own, at /run/cdclab: no container holds another's secret.
 SERVICE_SECRETS = Path("/secrets")
 AWS_RUNNER = "glue-aws"  # the aws profile's Glue API: only the stack's admin pair
+# The `spark` profile's worker: an executor reads the Glue runner's S3 pair from the
+# environment it inherits (S3A's EnvironmentVariableCredentialsProvider, S3FileIO's
+# default chain); the Glue API's client keys and the catalog token are not its business.
+SPARK_WORKER = "spark-worker"
+EXECUTOR_KEYS = (settings.ENV_ACCESS_KEY, settings.ENV_SECRET_KEY, settings.ENV_REGION)
 
 
 def service_credentials(service, creds: dict[str, str]) -> dict[str, str]:
@@ -148,7 +154,8 @@ def secret_folders() -> list[str]:
     user's (a new volume takes its mount point's owner)."""
     from cdclab.supervisor import all_services
 
-    return [str(SERVICE_SECRETS / n) for n in [s.name for s in all_services()] + [AWS_RUNNER]]
+    return [str(SERVICE_SECRETS / n)
+            for n in [s.name for s in all_services()] + [AWS_RUNNER, SPARK_WORKER]]
 
 
 def per_service_credentials(creds: dict[str, str]) -> dict[str, dict[str, str]]:
@@ -156,6 +163,7 @@ def per_service_credentials(creds: dict[str, str]) -> dict[str, dict[str, str]]:
 
     out = {s.name: service_credentials(s, creds) for s in all_services()}
     out[AWS_RUNNER] = {k: creds[k] for k in (settings.ENV_ACCESS_KEY, settings.ENV_SECRET_KEY)}
+    out[SPARK_WORKER] = {k: v for k, v in out["glue"].items() if k in EXECUTOR_KEYS}
     return out
 
 
@@ -232,30 +240,21 @@ def jupyter_url() -> int:
     return 0
 
 
-# What an executor of the `spark` profile reads from the Glue runner's credentials: S3A
-# (EnvironmentVariableCredentialsProvider) and Iceberg's S3FileIO (the AWS SDK's default
-# chain) take the S3 pair from the environment, and an executor inherits its worker's.
-# The Glue API's client keys and the catalog token stay with the driver.
-EXECUTOR_KEYS = (settings.ENV_ACCESS_KEY, settings.ENV_SECRET_KEY, settings.ENV_REGION)
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 
 
-def worker_env(env: dict[str, str], own: dict[str, str]) -> dict[str, str]:
-    return {**env, **{k: own[k] for k in EXECUTOR_KEYS if k in own}}
-
-
-def spark_worker(worker_args: list[str]) -> int:
-    own = json.loads(Path(os.environ[settings.ENV_CREDENTIALS_FILE]).read_text())
-    os.execvpe("spark-class", ["spark-class", WORKER_CLASS, *worker_args],
-               worker_env(dict(os.environ), own))
+def spark_worker(worker_args: list[str]) -> NoReturn:
+    """Spark's standalone worker, its environment holding the S3 pair its executors
+    inherit (this container's credentials file has nothing else)."""
+    credentials.apply_file(os.environ)
+    os.execvp("spark-class", ["spark-class", WORKER_CLASS, *worker_args])
 
 
 def cluster_app(master_state: dict, app_name: str) -> dict | None:
-    """A running application of that name (or a Glue version's, `<name>-5.0`) holding
-    cores, from the master's /json/."""
+    """The running application of that name holding cores, from the master's /json/.
+    (A run with a driver of its own, another Glue version's, runs in local mode.)"""
     return next((a for a in master_state.get("activeapps", [])
-                 if (a.get("name") == app_name or str(a.get("name")).startswith(app_name + "-"))
-                 and a.get("cores", 0) > 0), None)
+                 if a.get("name") == app_name and a.get("cores", 0) > 0), None)
 
 
 def spark_app(master_host: str, ui_port: int = 8080) -> int:
@@ -277,6 +276,9 @@ def spark_app(master_host: str, ui_port: int = 8080) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["spark-worker"]:  # Spark's own arguments, in any order Spark takes
+        spark_worker(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m cdclab.compose_probe")
     sub = parser.add_subparsers(dest="what", required=True)
     sub.add_parser("credentials")
@@ -289,7 +291,6 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("jupyter")
     sub.add_parser("jupyter-url")
     sub.add_parser("notebooks")
-    sub.add_parser("spark-worker").add_argument("worker_args", nargs=argparse.REMAINDER)
     sub.add_parser("spark-app").add_argument("master_host")
     args = parser.parse_args(argv)
     if args.what == "credentials":
@@ -297,8 +298,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.what == "health":  # no credentials needed: keep it cheap
         return 0 if health(args.service) else 1
-    if args.what == "spark-worker":  # only the S3 pair, not the whole file
-        return spark_worker(args.worker_args)
     credentials.apply_file(os.environ)
     if args.what == "deep-health":
         return 0 if deep_health(args.service, settings.load_pipeline()) else 1

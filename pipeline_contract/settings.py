@@ -58,7 +58,8 @@ ENV_CREDENTIALS_FILE = "CDCLAB_CREDENTIALS_FILE"  # containers: the generated cr
 # (its AWS_* pair must not enter the env: there it would replace the developer's AWS identity)
 ENV_GLUE_CLIENTS_FILE = "CDCLAB_GLUE_CLIENTS_FILE"
 ENV_COMPOSE_PROJECT = "COMPOSE_PROJECT_NAME"  # which compose stack the CLI talks to
-ENV_SPARK_MASTER = "CDCLAB_SPARK_MASTER"  # the runner's Spark master (default local[2])
+ENV_SPARK_MASTER = "CDCLAB_SPARK_MASTER"  # the runner's Spark master (default below)
+LOCAL_SPARK_MASTER = "local[2]"
 # a cluster master's cores for the runner's tasks: its shuffle partitions and parallelism
 # (compose's `spark` worker offers as many); a local[N] master names its own
 ENV_SPARK_CORES = "CDCLAB_SPARK_CORES"
@@ -119,7 +120,7 @@ def env_choice(env: Mapping[str, str], name: str, choices: Sequence[str],
 def env_count(env: Mapping[str, str], name: str, default: int) -> int:
     """A whole number >= 1 from `env`; anything else is refused by name."""
     value = env.get(name, str(default))
-    if not value.isdigit() or int(value) < 1:
+    if not (value.isascii() and value.isdecimal()) or int(value) < 1:
         raise ValueError(f"{name}={value!r}: expected a whole number of at least 1")
     return int(value)
 

@@ -116,8 +116,10 @@ def driver_env(env: Mapping[str, str], state_dir: Path, note) -> dict[str, str]:
     """The settings a run's own driver is built from (glue_local.spark_session): the
     runner's, with its state dir (bookmarks); in local mode, since the `spark` profile's
     standalone cluster runs the lab's Spark, not this runtime's."""
+    from glue_local.spark_session import local_cores
+
     own = {k: v for k, v in env.items() if k != settings.ENV_SPARK_MASTER}
-    if settings.ENV_SPARK_MASTER in env:
+    if local_cores(env.get(settings.ENV_SPARK_MASTER, "local")) is None:
         note(f"the Spark cluster at {env[settings.ENV_SPARK_MASTER]} runs the lab's Spark "
              f"{settings.versions()['SPARK_VERSION']}: this run's driver runs in local mode")
     return own | {settings.ENV_STATE_DIR: str(state_dir)}

@@ -33,13 +33,14 @@ def jit_options(env: Mapping[str, str]) -> str:
 
 def local_cores(master: str) -> int | None:
     """The cores a local master runs tasks on (`local`, `local[N]`, `local[*]`,
-    `local[N,F]`); None for a cluster's master, whose workers offer their own."""
-    found = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\d+)?\])?", master)
+    `local[N, F]`); None for a cluster's master, whose workers offer their own."""
+    found = re.fullmatch(r"local(?:\[\s*(\*|\d+)\s*(?:,\s*\d+\s*)?\])?", master.strip())
     if found is None:
         return None
     if found.group(1) is None:
         return 1
-    return (os.cpu_count() or 1) if found.group(1) == "*" else int(found.group(1))
+    # the CPUs this process may use (a container's limit), as Spark counts them
+    return len(os.sched_getaffinity(0)) if found.group(1) == "*" else int(found.group(1))
 
 
 def catalog_conf(env: Mapping[str, str], p: settings.PipelineSettings) -> dict[str, str]:
@@ -56,7 +57,7 @@ def catalog_conf(env: Mapping[str, str], p: settings.PipelineSettings) -> dict[s
 
 def session_conf(
     env: Mapping[str, str], catalog: Mapping[str, str], app_name: str = APP_NAME,
-    master: str = "local[2]", extra_conf: Mapping[str, str] | None = None,
+    master: str = settings.LOCAL_SPARK_MASTER, extra_conf: Mapping[str, str] | None = None,
     spark_jars: Sequence[Path] | None = None,
 ) -> dict[str, str]:
     """All Spark settings for the session (pure: unit-testable without a JVM).
@@ -75,8 +76,8 @@ def session_conf(
     master = env.get(settings.ENV_SPARK_MASTER, master)
     cores = local_cores(master)
     # one shuffle partition and one RDD partition per core: Spark's 200 are 200 tasks
-    # for a one-row batch (on the 2-core worker a 50-row run classified in 9-30 s
-    # against 2-4 s with 2)
+    # for a one-row batch (on the 2-core worker small runs classified in 8.8-29.6 s
+    # against 3.4-10.9 s with 2: docs/performance.md, tenth run)
     parallelism = str(cores or settings.env_count(env, settings.ENV_SPARK_CORES,
                                                   settings.CLUSTER_CORES))
     conf = {
@@ -122,7 +123,7 @@ def session_conf(
 
 def build_session(
     env: Mapping[str, str], catalog: Mapping[str, str], catalog_name: str,
-    app_name: str = APP_NAME, master: str = "local[2]",
+    app_name: str = APP_NAME, master: str = settings.LOCAL_SPARK_MASTER,
     extra_conf: Mapping[str, str] | None = None, spark_jars: Sequence[Path] | None = None,
 ):
     """A local SparkSession configured like the Glue job (one JVM per process: if a

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from cdclab import compose_probe
 from cdclab.serve import ready_marker
 
@@ -101,16 +103,35 @@ def test_the_shell_check_knows_every_service_of_the_registry() -> None:
         assert f"$state/{state_file}" in text, name
 
 
-def test_the_spark_worker_gets_the_s3_pair_and_nothing_else_of_glues_credentials() -> None:
+def test_the_spark_worker_gets_glues_s3_pair_and_nothing_else(monkeypatch, tmp_path) -> None:
+    from cdclab import credentials
     from glue_local.server import ENV_GLUE_CLIENTS
     from pipeline_contract import settings
 
-    own = {settings.ENV_ACCESS_KEY: "glue-user", settings.ENV_SECRET_KEY: "s3cret",
-           settings.ENV_REGION: "eu-west-1", settings.ENV_CATALOG_TOKEN: "token",
-           ENV_GLUE_CLIENTS: "clients", "CDCLAB_PG_USER": "cdclab"}
-    env = compose_probe.worker_env({"PATH": "/usr/bin"}, own)
-    assert env == {"PATH": "/usr/bin", settings.ENV_ACCESS_KEY: "glue-user",
-                   settings.ENV_SECRET_KEY: "s3cret", settings.ENV_REGION: "eu-west-1"}
+    creds = {**credentials.generate(), credentials.JUPYTER_TOKEN: "jt"}
+    own = compose_probe.per_service_credentials(creds)
+    worker = own[compose_probe.SPARK_WORKER]
+    assert set(worker) == {settings.ENV_ACCESS_KEY, settings.ENV_SECRET_KEY, settings.ENV_REGION}
+    assert worker.items() <= own["glue"].items()  # the runner's own MinIO user, not root
+    assert worker[settings.ENV_ACCESS_KEY] != creds[settings.ENV_ACCESS_KEY]
+    assert {settings.ENV_CATALOG_TOKEN, ENV_GLUE_CLIENTS} <= set(own["glue"])
+    # the launcher puts the file in its environment and hands Spark its arguments as given
+    secrets = tmp_path / "credentials.json"
+    secrets.write_text(json.dumps(worker))
+    monkeypatch.setenv(settings.ENV_CREDENTIALS_FILE, str(secrets))
+    for key in compose_probe.EXECUTOR_KEYS:  # the launcher sets them: put back afterwards
+        monkeypatch.delenv(key, raising=False)
+    started: list = []
+
+    def execvp(file: str, args: list[str]) -> None:
+        started.append((file, args, os.environ.get(settings.ENV_ACCESS_KEY)))
+        raise SystemExit(0)
+
+    monkeypatch.setattr(compose_probe.os, "execvp", execvp)
+    with pytest.raises(SystemExit):
+        compose_probe.main(["spark-worker", "--cores", "2", "spark://m:7077"])
+    assert started == [("spark-class", ["spark-class", compose_probe.WORKER_CLASS, "--cores",
+                                        "2", "spark://m:7077"], worker[settings.ENV_ACCESS_KEY])]
 
 
 def test_the_runner_is_on_the_cluster_only_when_its_application_holds_cores() -> None:
@@ -119,7 +140,7 @@ def test_the_runner_is_on_the_cluster_only_when_its_application_holds_cores() ->
                                for i, (n, c) in enumerate(apps)]}
 
     assert compose_probe.cluster_app(master(("cdclab-glue", 2)), "cdclab-glue")["id"] == "app-0"
-    assert compose_probe.cluster_app(master(("other", 2), ("cdclab-glue-5.0", 1)),
+    assert compose_probe.cluster_app(master(("other", 2), ("cdclab-glue", 1)),
                                      "cdclab-glue")["id"] == "app-1"
     assert compose_probe.cluster_app(master(("cdclab-glue", 0)), "cdclab-glue") is None
     assert compose_probe.cluster_app(master(("cdclab-gluey", 2)), "cdclab-glue") is None

@@ -283,17 +283,17 @@ def test_services_read_the_generated_credentials_file(config) -> None:
         cred = mounts[str(Path(runtime.CONTAINER_CREDENTIALS).parent)]
         # the administrator's tools get the whole file; every service a volume of its own
         # with only its part (compose_probe.per_service_credentials), written by the one-shot
-        own = {"spark-worker": "glue-secrets"}.get(name, f"{name}-secrets")
+        own = f"{name}-secrets"
         assert cred["source"] == ("credentials" if name in ADMIN_TOOLS else own), name
         assert bool(cred.get("read_only")) is (name != "credentials"), name
 
 
 def test_the_one_shot_writes_each_services_own_credentials(config) -> None:
-    from cdclab.compose_probe import AWS_RUNNER, SERVICE_SECRETS
+    from cdclab.compose_probe import AWS_RUNNER, SERVICE_SECRETS, SPARK_WORKER
     from cdclab.supervisor import all_services
 
     mounts = {m["target"]: m["source"] for m in config["services"]["credentials"]["volumes"]}
-    for name in [s.name for s in all_services()] + [AWS_RUNNER]:
+    for name in [s.name for s in all_services()] + [AWS_RUNNER, SPARK_WORKER]:
         assert mounts[f"{SERVICE_SECRETS}/{name}"] == f"{name}-secrets", name
     readers = {n for n, svc in config["services"].items()
                for m in svc.get("volumes", []) if m["source"] == "credentials"}

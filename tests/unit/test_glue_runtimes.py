@@ -82,6 +82,9 @@ def test_a_glue50_driver_keeps_the_state_dir_and_runs_in_local_mode(tmp_path) ->
         "CDCLAB_X": "1", settings.ENV_STATE_DIR: str(tmp_path)}
     assert notes and "spark://spark:7077" in notes[0] and "local mode" in notes[0]
     assert g.driver_env({}, tmp_path, notes.append) == {settings.ENV_STATE_DIR: str(tmp_path)}
+    # compose names its local master too: nothing to note then
+    local = {settings.ENV_SPARK_MASTER: "local[2]"}
+    assert g.driver_env(local, tmp_path, notes.append) == {settings.ENV_STATE_DIR: str(tmp_path)}
     assert len(notes) == 1
 
 
