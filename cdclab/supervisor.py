@@ -288,6 +288,8 @@ class Stack:
                         wait_until(
                             lambda s=service: s.healthy(self.ctx), service.startup_timeout(),
                             name, proc, self.ctx.log_path(name), self._needs(service),
+                            progress=lambda s=service: s.start_progress(self.ctx),
+                            say=self.progress,
                         )
                     service.after_start(self.ctx)
                 except BaseException:

@@ -283,7 +283,7 @@ class Emitter:
                 self.save(source_system_id=system_id)
             self.save(pid=os.getpid())  # checks passed: this process is the one at work
             if not streaming:
-                self.save(phase=PHASE_FULL_LOAD, last_file=None, tables={},
+                self.save(phase=PHASE_FULL_LOAD, last_file=None, tables={}, loading=None,
                           source_system_id=system_id)
                 consistent_lsn, snapshot = conn.create_slot(cfg.slot)
                 if cfg.migration_type == "cdc":
@@ -376,7 +376,7 @@ class Emitter:
                 row = admin.execute("SELECT pg_export_snapshot(), "
                                     "pg_current_wal_lsn()::text").fetchone()
                 assert row is not None
-                self.save(phase=PHASE_FULL_LOAD, last_file=None, tables={})
+                self.save(phase=PHASE_FULL_LOAD, last_file=None, tables={}, loading=None)
                 for table in self.selected:
                     self.full_load(table, row[0], pg.parse_lsn(row[1]))
                 admin.execute("COMMIT")
@@ -474,14 +474,21 @@ class Emitter:
                      *(column_type(table.columns[i].type, cfg.render) for i in kept),
                      *(STRING_COLUMN,) * len(plan.added),
                      *(column_type(table.columns[i].type, cfg.render) for i in before))
-            total, files = self.load_parquet(sink, columns, types, fields)
+            total, files = self.load_parquet(plan.qualified, sink, columns, types, fields)
         else:
-            total, files = self.load_csv(sink, header, op is not None, fields)
+            total, files = self.load_csv(plan.qualified, sink, header, op is not None, fields)
+        self.state["loading"] = None
         self.save_table(plan.qualified, folder=plan.folder, load_rows=total, load_files=files,
                         shape=[list(c) for c in shape_of(table.columns)])
         self.log(f"full load of {plan.qualified} done: {total} rows")
 
-    def load_csv(self, sink: Sink, header: tuple[str, ...], op: bool,
+    def loaded(self, qualified: str, files: int, rows: int, name: str) -> None:
+        """A LOAD file stored: saved as the load's progress (a start that waits for the
+        load waits on while it moves: cdclab.services.base.wait_until), then logged."""
+        self.save(loading={"table": qualified, "files": files, "rows": rows})
+        self.log(f"full load: wrote {name} ({rows} rows of {qualified} so far)")
+
+    def load_csv(self, qualified: str, sink: Sink, header: tuple[str, ...], op: bool,
                  fields: Iterator[list[str | None]]) -> tuple[int, int]:
         fmt = self.cfg.fmt
         lines = (encode_line(f, fmt) for f in fields)
@@ -502,10 +509,10 @@ class Emitter:
                     count, size = count + 1, size + len(data)
                     pending = next(lines, None)
             total += count
-            self.log(f"full load: wrote {sink.describe(name)} ({count} rows)")
+            self.loaded(qualified, files, total, sink.describe(name))
         return total, files
 
-    def load_parquet(self, sink: Sink, columns: list[str], types: tuple,
+    def load_parquet(self, qualified: str, sink: Sink, columns: list[str], types: tuple,
                      fields: Iterator[list[str | None]]) -> tuple[int, int]:
         """LOAD .parquet files, one row group (RowGroupLength rows) in memory at a time;
         a file ends at the first row group that brings it to MaxFileSize."""
@@ -527,7 +534,7 @@ class Emitter:
                         break
                 writer.close()
             total += writer.rows
-            self.log(f"full load: wrote {sink.describe(name)} ({writer.rows} rows)")
+            self.loaded(qualified, files, total, sink.describe(name))
         return total, files
 
     def schema_changed(self, change: SchemaChange) -> None:

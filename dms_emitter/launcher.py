@@ -51,4 +51,14 @@ class EmitterService(Service):
         return f"slot {p.source.slot} -> {p.bronze_location}"
 
     def startup_timeout(self) -> float:
-        return 300.0  # includes the full load
+        return 300.0  # the snapshot's start and each LOAD file (DMS's 1 GB at most)
+
+    def start_progress(self, ctx: StackContext) -> str | None:
+        """The full load's files so far: a big table's load takes as long as it needs."""
+        from dms_emitter.emitter import read_state
+
+        loading = read_state(ctx.state_dir / "emitter" / "state.json").get("loading")
+        if not loading:
+            return None
+        return (f"full load of {loading['table']}: {loading['files']} file(s), "
+                f"{loading['rows']} rows")

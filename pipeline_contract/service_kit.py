@@ -231,4 +231,10 @@ class Service(ABC):
         return f"{LOOPBACK}:{port}" if port else "-"
 
     def startup_timeout(self) -> float:
+        """How long a start may go without becoming healthy, or without progress."""
         return 60.0
+
+    def start_progress(self, ctx: StackContext) -> str | None:
+        """While a long start goes on (the emitter's full load), what it has done so far:
+        a text that changes as it moves. The wait for `healthy` goes on while it does."""
+        return None

@@ -90,12 +90,20 @@ def port_answers(port: int, host: str = LOOPBACK, timeout: float = 0.5) -> bool:
 def wait_until(
     check: Callable[[], bool], timeout: float, what: str, proc: subprocess.Popen | None = None,
     log: Path | None = None, abort: Callable[[], str | None] | None = None,
+    progress: Callable[[], str | None] | None = None, say: Callable[[str], None] | None = None,
 ) -> None:
     """Poll `check` until it holds; fail when `proc` exits, when `abort` gives a reason
-    (a service this one needs died meanwhile: waiting on would only time out), or at
-    `timeout`."""
+    (a service this one needs died meanwhile: waiting on would only time out), or after
+    `timeout` s without `progress` changing (a full load takes as long as the table's
+    size needs, but one that stalls fails); each new progress is `say`'d."""
     deadline = time.monotonic() + timeout
+    seen: str | None = None
     while time.monotonic() < deadline:
+        moved = _progress(progress)
+        if moved is not None and moved != seen:
+            seen, deadline = moved, time.monotonic() + timeout
+            if say is not None:
+                say(f"{what}: {moved}")
         if proc is not None and proc.poll() is not None:
             tail = _tail(log) if log else ""
             raise ServiceError(f"{what} exited with code {proc.returncode} while starting.{tail}")
@@ -109,7 +117,15 @@ def wait_until(
             pass
         time.sleep(0.2)
     tail = _tail(log) if log else ""
-    raise ServiceError(f"{what} did not become healthy within {timeout:.0f}s.{tail}")
+    since = " of its last progress" if seen is not None else ""
+    raise ServiceError(f"{what} did not become healthy within {timeout:.0f}s{since}.{tail}")
+
+
+def _progress(progress: Callable[[], str | None] | None) -> str | None:
+    try:
+        return progress() if progress is not None else None
+    except Exception:  # an unreadable state file mid-write is no progress, not an error
+        return None
 
 
 def tail_lines(path: Path, n: int) -> list[str]:
@@ -214,7 +230,7 @@ def start_service(service: Service, ctx: StackContext) -> RunningService:
     try:
         wait_until(
             lambda: service.healthy(ctx), service.startup_timeout(), service.name, proc,
-            ctx.log_path(service.name),
+            ctx.log_path(service.name), progress=lambda: service.start_progress(ctx),
         )
         service.after_start(ctx)
     except BaseException:

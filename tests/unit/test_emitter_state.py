@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -68,3 +69,23 @@ def test_load_files_are_cut_at_the_labs_size_unless_max_file_size_is_set(
     assert EmitterConfig.from_env(unset, env).max_file_bytes == settings.LAB_LOAD_FILE_KB * 1024
     chosen = dataclasses.replace(p, dms=dataclasses.replace(p.dms, max_file_size_kb=1048576))
     assert EmitterConfig.from_env(chosen, env).max_file_bytes == 1024 ** 3
+
+
+def test_the_full_load_saves_its_progress_after_each_file(tmp_path: Path) -> None:
+    """What a start waiting for the load reads to know it moves (EmitterService
+    start_progress): the table, files and rows so far, saved before each file is logged."""
+    from dms_emitter.launcher import EmitterService
+    from pipeline_contract.service_kit import StackContext
+
+    e = emitter(tmp_path, {"phase": "full_load"})
+    e.cfg = dataclasses.replace(e.cfg, max_file_bytes=64)
+    seen: list = []
+    e.log = lambda _m: seen.append(read_state(e.cfg.state_path).get("loading"))
+    rows = ([str(n), f"host {n}"] for n in range(1, 8))
+    total, files = e.load_csv("public.hosts_demo", e.sink, ("id", "name"), False, rows)
+    assert total == 7 and files == len(seen) > 1
+    assert seen[-1] == {"table": "public.hosts_demo", "files": files, "rows": 7}
+    assert [s["rows"] for s in seen] == sorted({s["rows"] for s in seen})
+    ctx = StackContext(state_dir=tmp_path, pipeline=settings.load_pipeline())
+    assert EmitterService().start_progress(ctx) == (
+        f"full load of public.hosts_demo: {files} file(s), 7 rows")

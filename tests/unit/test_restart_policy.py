@@ -108,6 +108,32 @@ def test_a_start_gives_up_at_once_when_what_it_needs_dies() -> None:
     wait_until(lambda: True, 1, "emitter", abort=lambda: None)  # no reason: healthy wins
 
 
+def test_a_start_waits_on_while_it_makes_progress_and_fails_once_it_stalls() -> None:
+    """A full load takes as long as the table's size needs: each new progress restarts
+    the wait; a load that stops moving fails one timeout after its last progress."""
+    import time
+
+    import pytest
+
+    from cdclab.services.base import ServiceError, wait_until
+
+    started = time.monotonic()
+    said: list[str] = []
+
+    def files() -> str:  # a LOAD file every 0.1 s, done after 1 s
+        return f"{int((time.monotonic() - started) * 10)} file(s)"
+
+    wait_until(lambda: time.monotonic() - started > 1.0, 0.5, "emitter", progress=files,
+               say=said.append)
+    assert len(said) >= 4 and said[0].startswith("emitter: ")
+    stalled = time.monotonic()
+    with pytest.raises(ServiceError, match="within 0s of its last progress"):
+        wait_until(lambda: False, 0.4, "emitter", progress=lambda: "3 file(s)")
+    assert time.monotonic() - stalled < 2
+    with pytest.raises(ServiceError, match=r"within 0s\."):  # no progress reported at all
+        wait_until(lambda: False, 0.3, "emitter", progress=lambda: None)
+
+
 def test_services_depend_only_on_services_started_before_them() -> None:
     from cdclab.supervisor import all_services
 
