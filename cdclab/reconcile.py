@@ -416,18 +416,20 @@ def keyed(rows: Iterable[Record], key_of=lambda row: row[0], record_of=lambda ro
     return by_key, {k: n for k, n in counts.items() if n > 1}
 
 
-def read_silver_rows(env: Mapping[str, str], spec: Mapping[str, Any]) -> list[tuple]:
-    """(key, business record) of every silver row (none before the first run)."""
+def read_silver_rows(env: Mapping[str, str], spec: Mapping[str, Any]) -> Iterator[tuple]:
+    """(key, business record) of every silver row (none before the first run), a batch
+    of Arrow rows at a time: the whole table as Python dicts at once held ~1 KB a row."""
     from pyiceberg.exceptions import NoSuchTableError
 
     _catalog, namespace, name = spec["silver_table"].split(".", 2)
     try:
         table = silver_catalog(env).load_table(f"{namespace}.{name}")
     except NoSuchTableError:
-        return []
+        return
     columns = (*spec["keys"], *business_columns(spec))
-    arrow = table.scan(selected_fields=tuple(dict.fromkeys(columns))).to_arrow()
-    return [silver_record(spec, row) for row in arrow.to_pylist()]
+    batches = table.scan(selected_fields=tuple(dict.fromkeys(columns))).to_arrow_batch_reader()
+    for batch in batches:
+        yield from (silver_record(spec, row) for row in batch.to_pylist())
 
 
 def reconcile_table(env: Mapping[str, str], spec: Mapping[str, Any],
