@@ -26,7 +26,7 @@ import math
 import re
 import struct
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
@@ -106,11 +106,57 @@ def compare(expected: Mapping[Any, Record], actual: Mapping[Any, Record],
             duplicates: Mapping[Any, int] | None = None,
             columns: tuple[str, ...] = BUSINESS_COLUMNS) -> ReconcileResult:
     """`duplicates`: id -> how many rows silver holds for it, for ids held twice or more."""
-    duplicates = duplicates or {}
-    missing = sorted(set(expected) - set(actual))
-    extra = sorted(set(actual) - set(expected))
-    different = sorted(k for k in set(expected) & set(actual) if expected[k] != actual[k])
-    keys = sorted(set(missing) | set(extra) | set(different))
+    missing = sorted(expected.keys() - actual.keys())
+    extra = sorted(actual.keys() - expected.keys())
+    different = sorted(k for k in expected.keys() & actual.keys() if expected[k] != actual[k])
+    return _result(len(expected), len(actual), missing, extra, different, expected, actual,
+                   duplicates or {}, columns)
+
+
+def fingerprint(record: Record) -> int:
+    """A record's 64-bit fingerprint. Records that fingerprint alike are taken as equal
+    (two different ones do so by chance about once in 2**64); those that do not are
+    compared as they are, so values equal across types (1 and 1.0) still match. Each
+    value is hashed with its type, an int with its length and sign, a float as its exact
+    hex: Python hashes -1 and -2, 2.0**61 and 1.0, b'a' and 'a' alike."""
+    try:
+        return hash(tuple(_fingerprinted(v) for v in record))
+    except TypeError:  # a list or dict value (an array or map column)
+        return hash(repr(record))
+
+
+def _fingerprinted(value: Any) -> Any:
+    kind = type(value)
+    if kind is int:
+        return (value, value.bit_length(), value < 0)
+    if kind is float:
+        return value.hex()
+    if kind is Decimal:
+        return ("Decimal", str(value))
+    return (kind.__name__, value)
+
+
+def compare_fingerprints(
+        expected: Mapping[Any, int], actual: Mapping[Any, int], duplicates: Mapping[Any, int],
+        records: Callable[[set], tuple[Mapping[Any, Record], Mapping[Any, Record]]],
+        columns: tuple[str, ...] = BUSINESS_COLUMNS) -> ReconcileResult:
+    """`compare` over fingerprints (a big table's records need not all be held at once).
+    `records(keys)` reads those keys' records again from both sides: the keys whose
+    fingerprints differ, compared as they are, and the first keys shown as examples."""
+    missing = sorted(expected.keys() - actual.keys())
+    extra = sorted(actual.keys() - expected.keys())
+    suspects = {k for k, fp in expected.items() if k in actual and actual[k] != fp}
+    source, silver = records(suspects | set(sorted([*missing[:3], *extra[:3]])[:3]))
+    different = sorted(k for k in suspects if source[k] != silver[k])
+    return _result(len(expected), len(actual), missing, extra, different, source, silver,
+                   duplicates, columns)
+
+
+def _result(expected_rows: int, actual_rows: int, missing: list, extra: list,
+            different: list, expected: Mapping[Any, Record], actual: Mapping[Any, Record],
+            duplicates: Mapping[Any, int], columns: tuple[str, ...]) -> ReconcileResult:
+    """The verdict; `expected`, `actual` hold at least the first three keys' records."""
+    keys = sorted({*missing, *extra, *different})
     examples = [
         {
             "id": k,
@@ -122,8 +168,8 @@ def compare(expected: Mapping[Any, Record], actual: Mapping[Any, Record],
     extra_rows = sum(n - 1 for n in duplicates.values())
     return ReconcileResult(
         equal=not keys and not duplicates,
-        source_rows=len(expected),
-        silver_rows=len(actual) + extra_rows,
+        source_rows=expected_rows,
+        silver_rows=actual_rows + extra_rows,
         missing_in_silver=len(missing),
         extra_in_silver=len(extra),
         different=len(different),
@@ -247,6 +293,9 @@ def business_columns(spec: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(c["name"] for c in spec["silver_columns"] if c["from"] not in meta)
 
 
+REFUSED = "rows"  # expected_records' count of the rows the job would quarantine
+
+
 def expected_rows(spec: Mapping[str, Any], data_rows: Iterable[Sequence[str | None]],
                   null_value: str = "", quote_empty: bool = False, bytea_format: str = "hex",
                   parquet_millis: bool = False, normalised: Counter[str] | None = None,
@@ -255,12 +304,24 @@ def expected_rows(spec: Mapping[str, Any], data_rows: Iterable[Sequence[str | No
     each source row's bronze data fields (source columns, then added columns), as the
     emitter renders them (text; Parquet files hold that text converted to their types).
     `normalised` counts the values changed as AWS's pipeline changes them."""
+    refused: Counter[str] = Counter()
+    out = dict(expected_records(spec, data_rows, null_value, quote_empty, bytea_format,
+                                parquet_millis, normalised, refused))
+    return out, refused[REFUSED]
+
+
+def expected_records(spec: Mapping[str, Any], data_rows: Iterable[Sequence[str | None]],
+                     null_value: str = "", quote_empty: bool = False,
+                     bytea_format: str = "hex", parquet_millis: bool = False,
+                     normalised: Counter[str] | None = None,
+                     refused: Counter[str] | None = None) -> Iterator[tuple[tuple, Record]]:
+    """`expected_rows` one (key, record) at a time; `refused[REFUSED]` counts the rows
+    the job would quarantine."""
     data = [c for c in spec["bronze_columns"] if c["role"] in ("data", "change_seq")]
     parquet = spec.get("bronze_format") == "parquet"
     keep = business_columns(spec)
     silver = [c for c in spec["silver_columns"] if c["name"] in keep]
-    out: dict[tuple, Record] = {}
-    refused = 0
+    refused = Counter() if refused is None else refused
     for row in data_rows:
         try:
             if parquet:
@@ -272,14 +333,12 @@ def expected_rows(spec: Mapping[str, Any], data_rows: Iterable[Sequence[str | No
                             normalised if c["role"] == "data" else None))  # not the seq
                         for c, v in zip(data, row, strict=False)}
         except Unconvertible:
-            refused += 1
+            refused[REFUSED] += 1
             continue
         if any(cast[k] is None for k in spec["keys"]):  # a '' key read as NULL
-            refused += 1
+            refused[REFUSED] += 1
             continue
-        record = tuple(_silver_value(c, cast) for c in silver)
-        out[tuple(cast[k] for k in spec["keys"])] = record
-    return out, refused
+        yield tuple(cast[k] for k in spec["keys"]), tuple(_silver_value(c, cast) for c in silver)
 
 
 def _silver_value(column: Mapping[str, Any], cast: Mapping[str, Any]) -> Any:
@@ -404,16 +463,19 @@ def silver_catalog(env: Mapping[str, str]):
     )
 
 
-def keyed(rows: Iterable[Record], key_of=lambda row: row[0], record_of=lambda row: row,
-          ) -> tuple[dict[Any, Record], dict[Any, int]]:
-    """Silver rows by key (the first of each), and the keys held more than once."""
-    by_key: dict[Any, Record] = {}
-    counts: Counter[Any] = Counter()
+def keyed(rows: Iterable[Any], key_of=lambda row: row[0], record_of=lambda row: row,
+          ) -> tuple[dict[Any, Any], dict[Any, int]]:
+    """Silver rows by key (the first of each), and the keys held more than once with how
+    many rows hold them."""
+    by_key: dict[Any, Any] = {}
+    again: Counter[Any] = Counter()
     for row in rows:
-        key, record = key_of(row), record_of(row)
-        counts[key] += 1
-        by_key.setdefault(key, record)
-    return by_key, {k: n for k, n in counts.items() if n > 1}
+        key = key_of(row)
+        if key in by_key:
+            again[key] += 1
+        else:
+            by_key[key] = record_of(row)
+    return by_key, {k: n + 1 for k, n in again.items()}
 
 
 def read_silver_rows(env: Mapping[str, str], spec: Mapping[str, Any]) -> Iterator[tuple]:
@@ -434,20 +496,35 @@ def read_silver_rows(env: Mapping[str, str], spec: Mapping[str, Any]) -> Iterato
 
 def reconcile_table(env: Mapping[str, str], spec: Mapping[str, Any],
                     p: settings.PipelineSettings) -> ReconcileResult:
+    """Both sides read as fingerprints (a 10M-row table's records held ~18 GB), then the
+    keys that differ read again in full (compare_fingerprints)."""
     normalised: Counter[str] = Counter()
-    expected, refused = expected_rows(
-        spec, source_data_rows(env[settings.ENV_PG_DSN], spec, p),
-        p.dms.csv_null_value, empties_quoted(p.dms),
-        p.dms.bytea_format, p.dms.parquet_timestamp_in_millisecond, normalised)
+    refused: Counter[str] = Counter()
+
     def one(key: tuple) -> Any:  # a one-column key reads as its value (ids as ids)
         return key[0] if len(key) == 1 else key
 
+    def source(normalised: Counter[str], refused: Counter[str]) -> Iterator[tuple]:
+        return expected_records(
+            spec, source_data_rows(env[settings.ENV_PG_DSN], spec, p),
+            p.dms.csv_null_value, empties_quoted(p.dms), p.dms.bytea_format,
+            p.dms.parquet_timestamp_in_millisecond, normalised, refused)
+
+    def records(keys: set) -> tuple[dict, dict]:
+        if not keys:
+            return {}, {}
+        expected = {one(k): r for k, r in source(Counter(), Counter()) if one(k) in keys}
+        actual, _ = keyed((kr for kr in read_silver_rows(env, spec) if one(kr[0]) in keys),
+                          lambda kr: one(kr[0]), lambda kr: kr[1])
+        return expected, actual
+
+    expected = {one(k): fingerprint(r) for k, r in source(normalised, refused)}
     actual, duplicates = keyed(read_silver_rows(env, spec), lambda kr: one(kr[0]),
-                               lambda kr: kr[1])
-    result = compare({one(k): v for k, v in expected.items()}, actual, duplicates,
-                     business_columns(spec))
+                               lambda kr: fingerprint(kr[1]))
+    result = compare_fingerprints(expected, actual, duplicates, records,
+                                  business_columns(spec))
     result.table = spec["name"]
-    result.normalisations, result.quarantine_expected = dict(normalised), refused
+    result.normalisations, result.quarantine_expected = dict(normalised), refused[REFUSED]
     if result.extra_in_silver:
         result.hints.append(orphan_hint(spec))
     return result

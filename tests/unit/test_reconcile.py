@@ -253,3 +253,65 @@ def test_a_source_text_in_silver_is_null_for_csv_empties_and_itself_otherwise(
     got = source_text_in_silver(text, dms)
     empty_is_null = data_format == "csv" and not quote_empty
     assert got == (None if text == "" and empty_is_null else text)
+
+
+# values that compare equal across types, or that Python hashes alike though unequal
+tricky = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from([2**61, 2**61 - 1, -2**61]),
+    st.floats(allow_nan=False), st.sampled_from([1.0, 0.0, -0.0, 2.0**61]),
+    st.decimals(allow_nan=False, places=2, min_value=-10, max_value=10),
+    st.text(max_size=3), st.binary(max_size=3), st.sampled_from(["a", b"a"]),
+    st.dates(), st.lists(st.integers(0, 2), max_size=2))
+records = st.lists(tricky, min_size=3, max_size=3).map(tuple)
+
+
+@given(st.dictionaries(st.integers(0, 30), records, max_size=20),
+       st.dictionaries(st.integers(0, 30), records, max_size=20),
+       st.dictionaries(st.integers(0, 30), st.integers(2, 4), max_size=3))
+def test_comparing_fingerprints_gives_the_verdict_comparing_records_gives(
+        expected: dict, actual: dict, duplicates: dict) -> None:
+    """Reconcile holds a table as fingerprints and reads again in full only the keys whose
+    fingerprints differ: the verdict, counts, keys and examples are those of comparing
+    every record, also where Python's hash of unequal values is equal (-1 and -2, b'a'
+    and 'a') or where equal values differ in type (1 and 1.0, Decimal('1') and 1)."""
+    from cdclab.reconcile import compare_fingerprints, fingerprint
+
+    columns = ("a", "b", "c")
+    asked: list[set] = []
+
+    def records(keys: set) -> tuple[dict, dict]:
+        asked.append(keys)
+        return ({k: v for k, v in expected.items() if k in keys},
+                {k: v for k, v in actual.items() if k in keys})
+
+    full = compare(expected, actual, duplicates, columns)
+    by_fingerprint = compare_fingerprints(
+        {k: fingerprint(v) for k, v in expected.items()},
+        {k: fingerprint(v) for k, v in actual.items()}, duplicates, records, columns)
+    assert by_fingerprint == full
+    assert len(asked) == 1 and len(asked[0]) <= full.different + 3 + sum(
+        1 for k in expected.keys() & actual.keys()
+        if expected[k] == actual[k] and fingerprint(expected[k]) != fingerprint(actual[k]))
+
+
+def test_fingerprints_tell_apart_what_python_hashes_alike_and_not_what_is_equal() -> None:
+    from decimal import Decimal
+
+    from cdclab.reconcile import compare_fingerprints, fingerprint
+
+    expected = {1: (1, "x", -1), 2: (-1, "x", 0), 3: ("a", None, 0), 4: (2.0**61, "x", 0),
+                5: (Decimal("1.50"), True, 0), 6: ([1, 2], "x", 0)}
+    actual = {1: (1.0, "x", -1), 2: (-2, "x", 0), 3: (b"a", None, 0), 4: (1.0, "x", 0),
+              5: (Decimal("1.5"), 1, 0), 6: ([1, 2], "x", 0)}
+    assert fingerprint(expected[2]) != fingerprint(actual[2])
+    assert fingerprint(expected[3]) != fingerprint(actual[3])
+    assert fingerprint(expected[6]) == fingerprint(actual[6])
+
+    def records(keys: set) -> tuple[dict, dict]:
+        return ({k: expected[k] for k in keys}, {k: actual[k] for k in keys})
+
+    result = compare_fingerprints({k: fingerprint(v) for k, v in expected.items()},
+                                  {k: fingerprint(v) for k, v in actual.items()}, {},
+                                  records, ("a", "b", "c"))
+    assert result == compare(expected, actual, {}, ("a", "b", "c"))
+    assert result.mismatching_keys == [2, 3, 4] and not result.equal
