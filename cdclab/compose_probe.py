@@ -1,6 +1,6 @@
 """Container-side helpers for docker-compose.yml: credentials, health checks, set-up.
 
-Every subcommand but `health` first loads the generated credentials
+Every subcommand but `health` and `credentials` first loads the generated credentials
 (CDCLAB_CREDENTIALS_FILE) into its own environment, as `cdclab` itself does, so no secret
 is ever in a container's environment.
 
@@ -247,6 +247,11 @@ def spark_worker(worker_args: list[str]) -> NoReturn:
     """Spark's standalone worker, its environment holding the S3 pair its executors
     inherit (this container's credentials file has nothing else)."""
     credentials.apply_file(os.environ)
+    missing = [k for k in EXECUTOR_KEYS if not os.environ.get(k)]
+    if missing:  # executors would fail each S3 read later, far from the cause
+        raise SystemExit(f"spark-worker: {', '.join(missing)} missing from "
+                         f"{os.environ.get(settings.ENV_CREDENTIALS_FILE)} (the credentials "
+                         f"one-shot writes them to the spark-worker-secrets volume)")
     os.execvp("spark-class", ["spark-class", WORKER_CLASS, *worker_args])
 
 

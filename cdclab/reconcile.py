@@ -117,8 +117,8 @@ def fingerprint(record: Record) -> int:
     """A record's 64-bit fingerprint. Records that fingerprint alike are taken as equal
     (two different ones do so by chance about once in 2**64); those that do not are
     compared as they are, so values equal across types (1 and 1.0) still match. Each
-    value is hashed with its type, an int with its length and sign, a float as its exact
-    hex: Python hashes -1 and -2, 2.0**61 and 1.0, b'a' and 'a' alike."""
+    value is hashed with its type, an int as its bytes, a float as its exact hex: Python
+    hashes -1 and -2, 2**61 and 2**62 - 1, 2.0**61 and 1.0, b'a' and 'a' alike."""
     try:
         return hash(tuple(_fingerprinted(v) for v in record))
     except TypeError:  # a list or dict value (an array or map column)
@@ -127,8 +127,8 @@ def fingerprint(record: Record) -> int:
 
 def _fingerprinted(value: Any) -> Any:
     kind = type(value)
-    if kind is int:
-        return (value, value.bit_length(), value < 0)
+    if kind is int:  # its bytes: Python hashes ints modulo 2**61 - 1
+        return value.to_bytes(value.bit_length() // 8 + 1, "little", signed=True)
     if kind is float:
         return value.hex()
     if kind is Decimal:
@@ -136,18 +136,22 @@ def _fingerprinted(value: Any) -> Any:
     return (kind.__name__, value)
 
 
+GONE = object()  # a key the second read did not find
+
+
 def compare_fingerprints(
         expected: Mapping[Any, int], actual: Mapping[Any, int], duplicates: Mapping[Any, int],
         records: Callable[[set], tuple[Mapping[Any, Record], Mapping[Any, Record]]],
         columns: tuple[str, ...] = BUSINESS_COLUMNS) -> ReconcileResult:
     """`compare` over fingerprints (a big table's records need not all be held at once).
-    `records(keys)` reads those keys' records again from both sides: the keys whose
-    fingerprints differ, compared as they are, and the first keys shown as examples."""
+    `records(keys)` reads both sides again and keeps those keys' records: the keys whose
+    fingerprints differ, compared as they are, and the first keys shown as examples. A
+    key gone from a side by then (the source or silver moved on) counts as different."""
     missing = sorted(expected.keys() - actual.keys())
     extra = sorted(actual.keys() - expected.keys())
     suspects = {k for k, fp in expected.items() if k in actual and actual[k] != fp}
     source, silver = records(suspects | set(sorted([*missing[:3], *extra[:3]])[:3]))
-    different = sorted(k for k in suspects if source[k] != silver[k])
+    different = sorted(k for k in suspects if source.get(k, GONE) != silver.get(k, GONE))
     return _result(len(expected), len(actual), missing, extra, different, source, silver,
                    duplicates, columns)
 
@@ -478,9 +482,10 @@ def keyed(rows: Iterable[Any], key_of=lambda row: row[0], record_of=lambda row: 
     return by_key, {k: n + 1 for k, n in again.items()}
 
 
-def read_silver_rows(env: Mapping[str, str], spec: Mapping[str, Any]) -> Iterator[tuple]:
-    """(key, business record) of every silver row (none before the first run), a batch
-    of Arrow rows at a time: the whole table as Python dicts at once held ~1 KB a row."""
+def read_silver_rows(env: Mapping[str, str], spec: Mapping[str, Any],
+                     snapshot_id: int | None = None) -> Iterator[tuple]:
+    """(key, business record) of every silver row (none before the first run), as of
+    `snapshot_id` (default: the current one), a file's Arrow batches at a time."""
     from pyiceberg.exceptions import NoSuchTableError
 
     _catalog, namespace, name = spec["silver_table"].split(".", 2)
@@ -489,9 +494,22 @@ def read_silver_rows(env: Mapping[str, str], spec: Mapping[str, Any]) -> Iterato
     except NoSuchTableError:
         return
     columns = (*spec["keys"], *business_columns(spec))
-    batches = table.scan(selected_fields=tuple(dict.fromkeys(columns))).to_arrow_batch_reader()
-    for batch in batches:
+    scan = table.scan(selected_fields=tuple(dict.fromkeys(columns)),
+                      snapshot_id=snapshot_id)
+    for batch in scan.to_arrow_batch_reader():
         yield from (silver_record(spec, row) for row in batch.to_pylist())
+
+
+def silver_snapshot(env: Mapping[str, str], spec: Mapping[str, Any]) -> int | None:
+    """Silver's current snapshot: both of reconcile's reads see the same table."""
+    from pyiceberg.exceptions import NoSuchTableError
+
+    _catalog, namespace, name = spec["silver_table"].split(".", 2)
+    try:
+        current = silver_catalog(env).load_table(f"{namespace}.{name}").current_snapshot()
+    except NoSuchTableError:
+        return None
+    return current.snapshot_id if current is not None else None
 
 
 def reconcile_table(env: Mapping[str, str], spec: Mapping[str, Any],
@@ -514,12 +532,13 @@ def reconcile_table(env: Mapping[str, str], spec: Mapping[str, Any],
         if not keys:
             return {}, {}
         expected = {one(k): r for k, r in source(Counter(), Counter()) if one(k) in keys}
-        actual, _ = keyed((kr for kr in read_silver_rows(env, spec) if one(kr[0]) in keys),
-                          lambda kr: one(kr[0]), lambda kr: kr[1])
+        actual, _ = keyed((kr for kr in read_silver_rows(env, spec, snapshot)
+                           if one(kr[0]) in keys), lambda kr: one(kr[0]), lambda kr: kr[1])
         return expected, actual
 
+    snapshot = silver_snapshot(env, spec)
     expected = {one(k): fingerprint(r) for k, r in source(normalised, refused)}
-    actual, duplicates = keyed(read_silver_rows(env, spec), lambda kr: one(kr[0]),
+    actual, duplicates = keyed(read_silver_rows(env, spec, snapshot), lambda kr: one(kr[0]),
                                lambda kr: fingerprint(kr[1]))
     result = compare_fingerprints(expected, actual, duplicates, records,
                                   business_columns(spec))

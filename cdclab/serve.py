@@ -48,7 +48,9 @@ def serve(name: str) -> int:
         env={k: v for k, v in os.environ.items() if k.startswith(("CDCLAB_", "AWS_", "GLUE_"))},
         pipeline=pipeline,
     )
-    running = start_service(service, ctx)
+    # what a long start has done so far (the emitter's full load) in the container's log
+    running = start_service(service, ctx,
+                            say=lambda msg: print(f"cdclab serve: {msg}", flush=True))
     print(f"cdclab serve: {name} ready at {service.address(ctx)}", flush=True)
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text(str(running.proc.pid))

@@ -43,6 +43,8 @@ from pipeline_contract.settings import PipelineSettings
 
 STACK_FILE = "stack.json"
 LOCK_FILE = "stack.lock"  # held by whoever starts or stops services: CLI, tests, keeper
+# there while a command waits for that lock: a start past its usual time gives way
+LOCK_WANTED_FILE = "stack.lock.wanted"
 KEEPER = "keeper"  # the process that restarts services that die (cdclab.keeper)
 KEEPER_FILE = "keeper.json"  # what it saw and did, per service (restart_policy.ServiceLife)
 ENV_FILE = "cdclab.env"
@@ -155,7 +157,12 @@ class Stack:
             except BlockingIOError:
                 self.progress("waiting for the stack lock (the supervisor may be "
                               "restarting a service)")
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                wanted = self.state_dir / LOCK_WANTED_FILE
+                wanted.touch()
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                finally:
+                    wanted.unlink(missing_ok=True)
             self._lock_fd = fd
             self._reload()
         self._lock_depth += 1
@@ -257,12 +264,19 @@ class Stack:
         died meanwhile. Either way waiting on would only time out while holding the stack
         lock, so the keeper could not restart them: the start gives up at once."""
         down = self.dependencies_down(service.name)
+        usual_end = time.monotonic() + service.startup_timeout()
 
         def dead() -> str | None:
             if down:
                 return f"{', '.join(down)} not running"
             gone = self.dependencies_down(service.name)
-            return f"{', '.join(gone)} died while it was starting" if gone else None
+            if gone:
+                return f"{', '.join(gone)} died while it was starting"
+            # a start that goes on as long as it makes progress (a big full load) holds
+            # the lock: past its usual time it gives way to a command waiting for it
+            if time.monotonic() > usual_end and (self.state_dir / LOCK_WANTED_FILE).exists():
+                return "another command (cdclab down?) is waiting for the stack lock"
+            return None
         return dead
 
     def up(self, names: Iterable[str] | None = None, *, keep: bool = True) -> None:

@@ -281,7 +281,8 @@ class Emitter:
                                   "old position means nothing")
             if streaming and not known_id:  # a state file from before this check
                 self.save(source_system_id=system_id)
-            self.save(pid=os.getpid())  # checks passed: this process is the one at work
+            # checks passed: this process is the one at work (a load cut short is not)
+            self.save(pid=os.getpid(), loading=None)
             if not streaming:
                 self.save(phase=PHASE_FULL_LOAD, last_file=None, tables={}, loading=None,
                           source_system_id=system_id)
@@ -361,7 +362,7 @@ class Emitter:
         """MigrationType full-load: the tables as of one snapshot, no slot, no CDC; then
         nothing more to do until stopped."""
         cfg = self.cfg
-        self.save(pid=os.getpid())
+        self.save(pid=os.getpid(), loading=None)
         if self.state.get("phase") == PHASE_LOADED:
             self.log("full load already done (migration type full-load): idle")
         else:

@@ -221,8 +221,10 @@ class RunningService:
         self.proc.wait(10)
 
 
-def start_service(service: Service, ctx: StackContext) -> RunningService:
-    """prepare → start → wait healthy → after_start. Used by tests and the supervisor."""
+def start_service(service: Service, ctx: StackContext,
+                  say: Callable[[str], None] | None = None) -> RunningService:
+    """prepare → start → wait healthy (`say`ing its progress) → after_start. Used by
+    tests and `cdclab serve`."""
     for port_name in service.port_names:
         ctx.ports.setdefault(port_name, free_port())
     service.prepare(ctx)
@@ -231,6 +233,7 @@ def start_service(service: Service, ctx: StackContext) -> RunningService:
         wait_until(
             lambda: service.healthy(ctx), service.startup_timeout(), service.name, proc,
             ctx.log_path(service.name), progress=lambda: service.start_progress(ctx),
+            say=say,
         )
         service.after_start(ctx)
     except BaseException:

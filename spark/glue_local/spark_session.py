@@ -39,8 +39,14 @@ def local_cores(master: str) -> int | None:
         return None
     if found.group(1) is None:
         return 1
-    # the CPUs this process may use (a container's limit), as Spark counts them
-    return len(os.sched_getaffinity(0)) if found.group(1) == "*" else int(found.group(1))
+    return usable_cpus() if found.group(1) == "*" else int(found.group(1))
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (a container's cpuset; not a CPU quota, which
+    the JVM also counts); all of them where the OS does not say (macOS)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity else (os.cpu_count() or 1)
 
 
 def catalog_conf(env: Mapping[str, str], p: settings.PipelineSettings) -> dict[str, str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 from types import SimpleNamespace
 
 import pytest
@@ -174,10 +173,12 @@ def test_session_conf_local_and_aws(tmp_path, monkeypatch) -> None:
 
 @pytest.mark.parametrize(("master", "cores"), [
     ("local", 1), ("local[1]", 1), ("local[3]", 3), ("local[4,2]", 4), ("local[2, 3]", 2),
-    ("local[*]", len(os.sched_getaffinity(0))), ("spark://spark-master:7077", None),
+    ("local[*]", "usable"), ("spark://spark-master:7077", None),
     ("local-cluster[2,1,1024]", None), ("yarn", None)])
 def test_a_local_master_names_its_cores_and_a_cluster_leaves_them_to_its_workers(
         master, cores) -> None:
     from glue_local import spark_session
 
+    if cores == "usable":
+        cores = spark_session.usable_cpus()
     assert spark_session.local_cores(master) == cores

@@ -120,10 +120,11 @@ def test_a_start_waits_on_while_it_makes_progress_and_fails_once_it_stalls() -> 
     started = time.monotonic()
     said: list[str] = []
 
-    def files() -> str:  # a LOAD file every 0.1 s, done after 1 s
+    def files() -> str:  # a LOAD file every 0.1 s, done after 4 s
         return f"{int((time.monotonic() - started) * 10)} file(s)"
 
-    wait_until(lambda: time.monotonic() - started > 1.0, 0.5, "emitter", progress=files,
+    # a timeout 10 polls long, met 20 polls in: only the progress keeps it waiting
+    wait_until(lambda: time.monotonic() - started > 4.0, 2.0, "emitter", progress=files,
                say=said.append)
     assert len(said) >= 4 and said[0].startswith("emitter: ")
     stalled = time.monotonic()
@@ -182,3 +183,22 @@ def test_the_keeper_restarts_what_a_service_needs_before_the_service() -> None:
     running["postgres"] = 4242
     keeper.tend_one("emitter", life, ["postgres", "emitter"])
     assert started == [["emitter"]] and life.restarts == 1
+
+
+def test_a_long_start_gives_way_to_a_command_waiting_for_the_stack_lock(tmp_path) -> None:
+    """A full load may hold the stack lock for as long as it moves: past the service's
+    usual start time, a command waiting for the lock (cdclab down) makes it give way."""
+    import time
+    from types import SimpleNamespace
+
+    from cdclab.supervisor import LOCK_WANTED_FILE, Stack
+
+    stack = SimpleNamespace(state_dir=tmp_path, dependencies_down=lambda name: [])
+    service = SimpleNamespace(name="emitter", startup_timeout=lambda: 0.2)
+    dead = Stack._needs(stack, service)
+    (tmp_path / LOCK_WANTED_FILE).touch()
+    assert dead() is None  # within its usual time: it goes on
+    time.sleep(0.25)
+    assert "waiting for the stack lock" in dead()
+    (tmp_path / LOCK_WANTED_FILE).unlink()
+    assert dead() is None  # nobody waits: it goes on as long as it moves
