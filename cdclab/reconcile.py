@@ -482,34 +482,27 @@ def keyed(rows: Iterable[Any], key_of=lambda row: row[0], record_of=lambda row: 
     return by_key, {k: n + 1 for k, n in again.items()}
 
 
-def read_silver_rows(env: Mapping[str, str], spec: Mapping[str, Any],
-                     snapshot_id: int | None = None) -> Iterator[tuple]:
-    """(key, business record) of every silver row (none before the first run), as of
-    `snapshot_id` (default: the current one), a file's Arrow batches at a time."""
+def silver_table(env: Mapping[str, str], spec: Mapping[str, Any]):
+    """The spec's silver table through the stack's catalog; None before the first run."""
     from pyiceberg.exceptions import NoSuchTableError
 
     _catalog, namespace, name = spec["silver_table"].split(".", 2)
     try:
-        table = silver_catalog(env).load_table(f"{namespace}.{name}")
-    except NoSuchTableError:
-        return
-    columns = (*spec["keys"], *business_columns(spec))
-    scan = table.scan(selected_fields=tuple(dict.fromkeys(columns)),
-                      snapshot_id=snapshot_id)
-    for batch in scan.to_arrow_batch_reader():
-        yield from (silver_record(spec, row) for row in batch.to_pylist())
-
-
-def silver_snapshot(env: Mapping[str, str], spec: Mapping[str, Any]) -> int | None:
-    """Silver's current snapshot: both of reconcile's reads see the same table."""
-    from pyiceberg.exceptions import NoSuchTableError
-
-    _catalog, namespace, name = spec["silver_table"].split(".", 2)
-    try:
-        current = silver_catalog(env).load_table(f"{namespace}.{name}").current_snapshot()
+        return silver_catalog(env).load_table(f"{namespace}.{name}")
     except NoSuchTableError:
         return None
-    return current.snapshot_id if current is not None else None
+
+
+def read_silver_rows(table, spec: Mapping[str, Any]) -> Iterator[tuple]:
+    """(key, business record) of every row of `table` (None: no rows) as of its snapshot
+    when loaded (both of reconcile's reads see the same one), a file's Arrow batches at
+    a time."""
+    if table is None:
+        return
+    columns = (*spec["keys"], *business_columns(spec))
+    scan = table.scan(selected_fields=tuple(dict.fromkeys(columns)))
+    for batch in scan.to_arrow_batch_reader():
+        yield from (silver_record(spec, row) for row in batch.to_pylist())
 
 
 def reconcile_table(env: Mapping[str, str], spec: Mapping[str, Any],
@@ -532,13 +525,13 @@ def reconcile_table(env: Mapping[str, str], spec: Mapping[str, Any],
         if not keys:
             return {}, {}
         expected = {one(k): r for k, r in source(Counter(), Counter()) if one(k) in keys}
-        actual, _ = keyed((kr for kr in read_silver_rows(env, spec, snapshot)
+        actual, _ = keyed((kr for kr in read_silver_rows(silver, spec)
                            if one(kr[0]) in keys), lambda kr: one(kr[0]), lambda kr: kr[1])
         return expected, actual
 
-    snapshot = silver_snapshot(env, spec)
+    silver = silver_table(env, spec)
     expected = {one(k): fingerprint(r) for k, r in source(normalised, refused)}
-    actual, duplicates = keyed(read_silver_rows(env, spec, snapshot), lambda kr: one(kr[0]),
+    actual, duplicates = keyed(read_silver_rows(silver, spec), lambda kr: one(kr[0]),
                                lambda kr: fingerprint(kr[1]))
     result = compare_fingerprints(expected, actual, duplicates, records,
                                   business_columns(spec))
