@@ -284,7 +284,7 @@ class Emitter:
             # checks passed: this process is the one at work (a load cut short is not)
             self.save(pid=os.getpid(), loading=None)
             if not streaming:
-                self.save(phase=PHASE_FULL_LOAD, last_file=None, tables={}, loading=None,
+                self.save(phase=PHASE_FULL_LOAD, last_file=None, tables={},
                           source_system_id=system_id)
                 consistent_lsn, snapshot = conn.create_slot(cfg.slot)
                 if cfg.migration_type == "cdc":
@@ -377,7 +377,7 @@ class Emitter:
                 row = admin.execute("SELECT pg_export_snapshot(), "
                                     "pg_current_wal_lsn()::text").fetchone()
                 assert row is not None
-                self.save(phase=PHASE_FULL_LOAD, last_file=None, tables={}, loading=None)
+                self.save(phase=PHASE_FULL_LOAD, last_file=None, tables={})
                 for table in self.selected:
                     self.full_load(table, row[0], pg.parse_lsn(row[1]))
                 admin.execute("COMMIT")

@@ -28,6 +28,12 @@ def emitter_healthy(state: dict) -> bool:
             and isinstance(pid, int) and pid_alive(pid))
 
 
+def emitter_state(ctx: StackContext) -> dict:
+    from dms_emitter.emitter import read_state
+
+    return read_state(ctx.state_dir / SERVICE.state_file)
+
+
 class EmitterService(Service):
     info = SERVICE
     secrets = frozenset({ENV_PG_PASSWORD})  # it logs in to the source (CDCLAB_PG_DSN)
@@ -42,9 +48,7 @@ class EmitterService(Service):
         """Streaming: the full load is in the bucket and CDC is running (or, for a
         full-load task, the full load is done), by a live emitter that passed its start
         checks (it writes its pid then), not one stopped for a resync."""
-        from dms_emitter.emitter import read_state
-
-        return emitter_healthy(read_state(ctx.state_dir / "emitter" / "state.json"))
+        return emitter_healthy(emitter_state(ctx))
 
     def address(self, ctx: StackContext) -> str:
         p = ctx.pipeline
@@ -55,9 +59,7 @@ class EmitterService(Service):
 
     def start_progress(self, ctx: StackContext) -> str | None:
         """The full load's files so far: a big table's load takes as long as it needs."""
-        from dms_emitter.emitter import read_state
-
-        loading = read_state(ctx.state_dir / "emitter" / "state.json").get("loading")
+        loading = emitter_state(ctx).get("loading")
         if not loading:
             return None
         return (f"full load of {loading['table']}: {loading['files']} file(s), "
