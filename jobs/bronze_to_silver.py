@@ -261,6 +261,19 @@ def read_records(bronze_df, spec: dict, file_column: str = SOURCE_FILE_COLUMN):
     )
 
 
+def literal_rows(spark, rows: list[tuple], columns: tuple[tuple[str, str], ...]):
+    """A few rows as a frame of literals, in the JVM alone. createDataFrame(list) is a
+    Python RDD: evaluating it starts Python workers, ~1 s of a one-row run."""
+    from pyspark.sql import functions as F
+
+    if not rows:
+        return spark.range(0).select(*[F.lit(None).cast(t).alias(n) for n, t in columns])
+    structs = [F.struct(*[F.lit(v).cast(t).alias(n) for v, (n, t)
+                                 in zip(row, columns, strict=True)])
+               for row in rows]
+    return spark.range(1).select(F.explode(F.array(*structs)).alias("r")).select("r.*")
+
+
 def numbered(records, spans: list, spec: dict):
     """The records (read_records) with RECORD, the record's number in its file, a header
     row being record 1 when the endpoint writes one (bronze_header), and full-load rows'
@@ -288,8 +301,8 @@ def numbered(records, spans: list, spec: dict):
         in_file = Window.partitionBy(FILE).orderBy(ORDER)
         with_record = records.withColumn(RECORD, F.row_number().over(in_file) + first)
     else:
-        spark = records.sparkSession
-        base = spark.createDataFrame(bases, f"{FILE} string, {PART} long, {BASE} long")
+        base = literal_rows(records.sparkSession, bases,
+                            ((FILE, "string"), (PART, "long"), (BASE, "long")))
         with_record = (records.withColumn(PART, F.shiftright(ORDER, PART_SHIFT))
                        .join(F.broadcast(base), [FILE, PART], "left")
                        .withColumn(RECORD, F.col(ORDER) + F.col(BASE)))
@@ -1279,8 +1292,8 @@ def record_skip(spark, spec: dict, record: dict) -> None:
     object), beside the malformed records."""
     from pyspark.sql import functions as F
 
-    spark.createDataFrame([(record["file"], record["reason"], record["run_id"])],
-                          "source_file STRING, reason STRING, run_id STRING").select(
+    literal_rows(spark, [(record["file"], record["reason"], record["run_id"])],
+                 (("source_file", "string"), ("reason", "string"), ("run_id", "string"))).select(
         "source_file", F.lit(None).cast("long").alias("record_number"),
         F.lit(None).cast("long").alias("line_number"), "reason",
         F.lit(None).cast("string").alias("raw_fields"), "run_id",
