@@ -355,7 +355,7 @@ class Runner:
 
                 started = time.monotonic()
                 warm_up(self.session(), self.pipeline.lake.catalog_name)
-                log.info("Spark warm (session, Python workers, Iceberg catalog) in %.1fs",
+                log.info("Spark warm (session, Iceberg catalog) in %.1fs",
                          time.monotonic() - started)
             except Exception:
                 log.exception("warm SparkSession failed; runs needing Spark will retry it")

@@ -163,8 +163,9 @@ def build_session(
 
 
 def warm_up(spark, catalog: str) -> None:
-    """Load what the first run would otherwise pay for: the SQL engine, Python workers
-    and the Iceberg catalog (`catalog`) classes (a cold first MERGE costs tens of seconds)."""
+    """Load what the first run would otherwise pay for: the SQL engine and the Iceberg
+    catalog (`catalog`) classes (a cold first MERGE costs tens of seconds). Not Python
+    workers: the pipeline's job starts none, and an idle daemon and its workers held
+    ~100 MB; a job with a Python UDF starts them at its first use (~1 s, once)."""
     spark.range(100).selectExpr("sum(id)").collect()
-    spark.sparkContext.parallelize(range(4), 2).map(lambda x: x * 2).collect()
     spark.sql(f"SHOW NAMESPACES IN {catalog}").collect()

@@ -114,7 +114,7 @@ def test_every_process_holds_only_the_secrets_its_service_uses(stack):
         return
     creds = json.loads((stack.state_dir / "credentials.json").read_text())
     values = secret_values(creds)
-    deadline = time.monotonic() + 180  # the warm driver and its Python workers come later
+    deadline = time.monotonic() + 180  # the warm driver and the spare run process come later
     while len(children_of(stack.pid_of("glue"))) < 3 and time.monotonic() < deadline:
         time.sleep(1)
     servers = {service: stack.pid_of(service) for service in ALLOWED}
@@ -129,7 +129,8 @@ def test_every_process_holds_only_the_secrets_its_service_uses(stack):
             role_pids[(service, "children")] = children_of(pid)
         else:
             role_pids[(service, "server")] += [p for p in children_of(pid) if p not in others]
-    # the JVM, its Python workers, a run process kept ready
+    # the JVM, the fork server and a run process kept ready (Python workers once a run
+    # starts some)
     assert len(role_pids[("glue", "children")]) >= 3
     check(role_pids, values)
 
