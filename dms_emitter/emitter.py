@@ -37,7 +37,6 @@ from dms_emitter.dms_csv import (
     format_ts,
     load_file_name,
 )
-from dms_emitter.parquet_file import ParquetFileWriter, parse_rows
 from dms_emitter.schema_change import SchemaChange, Shape, shape_of
 from dms_emitter.sink import Sink
 from pipeline_contract import settings
@@ -517,6 +516,8 @@ class Emitter:
                      fields: Iterator[list[str | None]]) -> tuple[int, int]:
         """LOAD .parquet files, one row group (RowGroupLength rows) in memory at a time;
         a file ends at the first row group that brings it to MaxFileSize."""
+        from dms_emitter.parquet_file import ParquetFileWriter  # pyarrow: ~40 MB, Parquet only
+
         cfg = self.cfg
         assert cfg.fmt.parquet is not None
         total = files = 0
@@ -693,6 +694,8 @@ class Emitter:
         if fmt.parquet is None:
             return fmt.compress(encode_file(list(segment.header), segment.lines, fmt,
                                             fmt.cdc_op_column).encode())
+        from dms_emitter.parquet_file import ParquetFileWriter, parse_rows
+
         out = io.BytesIO()  # a CDC file is one batch: CdcMinFileSize bounds it
         writer = ParquetFileWriter(out, fmt.header(segment.header, fmt.cdc_op_column),
                                    segment.types, fmt.parquet, self.cfg.render, self.log)
