@@ -116,8 +116,9 @@ def test_full_load_rows_come_first_cdc_rows_without_a_sequence_are_bad(glue, tmp
 
 def test_records_are_numbered_in_their_file_across_partitions(spark, glue, tmp_path) -> None:
     """Splits of one file in several partitions, several files in one partition: each
-    record's number is its place in its file (as a window over the file would give), and
-    a span that is not a run of rows falls back to that window with the same numbers."""
+    record's number is its place in its file (as a window over the file would give),
+    whether the spans' bases come as a CASE or a broadcast join, and a span that is not a
+    run of rows falls back to that window with the same numbers."""
     sizes = {"20261122-101500001.csv": 2, "LOAD00000001.csv": 40, "20261122-101500002.csv": 3}
     for name, n in sizes.items():
         body = "".join(GOOD.replace(",1,", f",{i},", 1) for i in range(n))
@@ -136,6 +137,10 @@ def test_records_are_numbered_in_their_file_across_partitions(spark, glue, tmp_p
         records = job.read_records(frame.toDF(), SPEC).cache()
         files, rows, bad, spans, changes, _range = job.account(records, SPEC)
         ours = job.numbered(records, spans, SPEC).collect()
+        assert len(spans) <= job.SPANS_AS_CASE
+        with pytest.MonkeyPatch.context() as mp:  # as many spans as a big load has
+            mp.setattr(job, "SPANS_AS_CASE", 0)
+            joined = job.numbered(records, spans, SPEC).collect()
         window = job.numbered(records, [(*s[:4], s[4] + 1) for s in spans], SPEC).collect()
         records.unpersist()
     finally:
@@ -146,7 +151,7 @@ def test_records_are_numbered_in_their_file_across_partitions(spark, glue, tmp_p
     for file, part, *_ in spans:
         parts.setdefault(part, set()).add(file)
     assert len(spans) > len(files) and max(len(f) for f in parts.values()) > 1  # mixed
-    for got in (ours, window):
+    for got in (ours, joined, window):
         by_file: dict[str, list[tuple[int, int]]] = {}
         for r in got:
             by_file.setdefault(r[job.FILE].rsplit("/", 1)[1], []).append(
