@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import time
+from collections import OrderedDict
 from datetime import datetime, timedelta
 from urllib.parse import unquote_plus
 
@@ -48,6 +49,11 @@ DEFAULT_JOB_NAME = "Bronze_to_Silver"
 DEFAULT_QUARANTINE_PREFIX = "quarantine"
 READ_CHUNK = 1024 * 1024
 MARKER_CLOCK_MARGIN_S = 2.0  # S3's clock vs Glue's (the job's own margin)
+# Objects this execution environment found good, by version (ETag) and the checks' settings:
+# an invocation retried while a Glue run is going reads none of them again. A warm Lambda
+# keeps module state between invocations; a cold one checks again.
+PASSED_KEPT = 4096
+_passed: OrderedDict[tuple, None] = OrderedDict()
 
 logger = logging.getLogger()
 logger.setLevel(logging.INFO)
@@ -169,16 +175,24 @@ def check_object(s3, bucket: str, key: str, layout: object_gate.CsvLayout,
                  limits: object_gate.Limits | None = None
                  ) -> tuple[str, object_gate.Defect | None]:
     """("gone" | "hidden" | "good" | "bad", defect) for one object, read as a stream. Gone:
-    quarantined by an earlier invocation, or removed, before or while it was read."""
+    quarantined by an earlier invocation, or removed, before or while it was read. A
+    version this environment found good before is only headed."""
     if object_gate.is_hidden(key):
         return "hidden", None
     defect = object_gate.key_defect(key)
     if defect is None:
         try:
             head = s3.head_object(Bucket=bucket, Key=key)
+            limits = limits or object_gate.Limits()
+            checked = (bucket, key, head["ETag"], layout, limits)
+            if checked in _passed:
+                return "good", None
             source = S3Source(s3, bucket, key, int(head["ContentLength"]), head["ETag"])
-            defect = object_gate.content_defect(key, source, layout,
-                                                limits or object_gate.Limits())
+            defect = object_gate.content_defect(key, source, layout, limits)
+            if defect is None:
+                _passed[checked] = None
+                while len(_passed) > PASSED_KEPT:
+                    _passed.popitem(last=False)
         except ClientError as e:
             if missing(e):
                 return "gone", None

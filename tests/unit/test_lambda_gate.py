@@ -23,6 +23,12 @@ FOLDER = PREFIX + "/" + "/".join(["f" * 250] * 3) + "/"
 LONG = FOLDER + "x" * (1016 - len(FOLDER) - 4) + ".txt"  # the finding: 1016 bytes
 
 
+@pytest.fixture(autouse=True)
+def no_verdicts_kept(monkeypatch):
+    """Each test starts as a cold Lambda: no object is known to be good."""
+    monkeypatch.setattr(lambda_function, "_passed", type(lambda_function._passed)())
+
+
 @pytest.fixture()
 def aws(monkeypatch):
     for name, value in {"AWS_ACCESS_KEY_ID": "t", "AWS_SECRET_ACCESS_KEY": "t",
@@ -161,3 +167,27 @@ def test_parquet_is_read_by_ranges_of_one_version(aws) -> None:
     with pytest.raises(ClientError) as e:
         b"".join(source.read(0, 8))
     assert lambda_function.transient(e.value)
+
+
+def test_a_retried_invocation_reads_only_objects_not_found_good_before(aws, monkeypatch):
+    """A warm environment keeps its verdicts by version: the retry (a run was going)
+    heads every object but reads none it passed; one written again under its key is read
+    again, and quarantined when it is bad now."""
+    s3 = aws
+    other = f"{PREFIX}/20261122-101500124.csv"
+    s3.put_object(Bucket=BUCKET, Key=GOOD, Body=b"Op,id\nI,1\n")
+    s3.put_object(Bucket=BUCKET, Key=other, Body=b"Op,id\nI,2\n")
+    reads: list[str] = []
+    real_read = lambda_function.S3Source.read
+
+    def counted(self, start, end):
+        reads.append(self.key)
+        return real_read(self, start, end)
+
+    monkeypatch.setattr(lambda_function.S3Source, "read", counted)
+    assert lambda_function.lambda_handler(event(s3, GOOD, other), None)["JobRunId"]
+    assert sorted(reads) == sorted([GOOD, other])
+    reads.clear()
+    s3.put_object(Bucket=BUCKET, Key=other, Body=b"Op,id\nI,2,3\n")  # a new version, bad
+    out = lambda_function.lambda_handler(event(s3, GOOD, other), None)
+    assert reads == [other] and [q["key"] for q in out["Quarantined"]] == [other]
