@@ -63,8 +63,9 @@ OP, LOAD, RANK, ACTION = f"{INTERNAL}op", f"{INTERNAL}load", f"{INTERNAL}rank", 
 OLD_KEY, BEFORE = f"{INTERNAL}old_key", f"{INTERNAL}before_"  # a moved row's old key
 FILL, PART, BASE = f"{INTERNAL}fill_seq", f"{INTERNAL}partition", f"{INTERNAL}base"
 PART_SHIFT = 33  # monotonically_increasing_id(): the partition above bit 33
-# Up to this many (file, partition) spans, a record's base is a CASE over them; more are
-# a broadcast join (a Spark job of its own: ~0.1 s of a one-file run)
+# Up to this many (file, partition) spans, a record's base is a CASE over them (each row
+# tests them in turn); more are a broadcast join (a Spark job of its own: ~0.1 s of a
+# one-file run)
 SPANS_AS_CASE = 16
 
 # Java regexes (rlike) for the text forms DMS writes, by Spark type; try_cast rejects
@@ -265,16 +266,17 @@ def read_records(bronze_df, spec: dict, file_column: str = SOURCE_FILE_COLUMN):
 
 
 def literal_rows(spark, rows: list[tuple], columns: tuple[tuple[str, str], ...]):
-    """A few rows as a frame of literals, in the JVM alone. createDataFrame(list) is a
-    Python RDD: evaluating it starts Python workers, ~1 s of a one-row run."""
+    """Rows as a frame built in the JVM alone, from one JSON literal (a fixed number of
+    py4j calls, however many rows). createDataFrame(list) is a Python RDD: its first call
+    in a run's process took ~1 s and evaluating it goes through Python workers."""
     from pyspark.sql import functions as F
 
-    if not rows:
-        return spark.range(0).select(*[F.lit(None).cast(t).alias(n) for n, t in columns])
-    structs = [F.struct(*[F.lit(v).cast(t).alias(n) for v, (n, t)
-                                 in zip(row, columns, strict=True)])
-               for row in rows]
-    return spark.range(1).select(F.explode(F.array(*structs)).alias("r")).select("r.*")
+    names = [n for n, _ in columns]
+    text = json.dumps([dict(zip(names, row, strict=True)) for row in rows])
+    schema = "array<struct<" + ",".join(f"`{n}`:{t}" for n, t in columns) + ">>"
+    return spark.range(1).select(
+        F.explode(F.from_json(F.lit(text), schema, {"mode": "FAILFAST"})).alias("r")
+    ).select("r.*")
 
 
 def numbered(records, spans: list, spec: dict):
@@ -304,12 +306,11 @@ def numbered(records, spans: list, spec: dict):
         in_file = Window.partitionBy(FILE).orderBy(ORDER)
         with_record = records.withColumn(RECORD, F.row_number().over(in_file) + first)
     elif len(bases) <= SPANS_AS_CASE:
-        base = None
+        base = F.lit(None).cast("long")  # no span: no record was read
         for file, part, start in bases:
             here = ((F.col(FILE) == F.lit(file))
                     & (F.shiftright(ORDER, PART_SHIFT) == F.lit(part)))
-            base = (F.when(here, F.lit(start)) if base is None
-                    else base.when(here, F.lit(start)))
+            base = F.when(here, F.lit(start)).otherwise(base)
         with_record = records.withColumn(RECORD, F.col(ORDER) + base)
     else:
         base = literal_rows(records.sparkSession, bases,
