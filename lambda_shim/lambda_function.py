@@ -186,6 +186,7 @@ def check_object(s3, bucket: str, key: str, layout: object_gate.CsvLayout,
             limits = limits or object_gate.Limits()
             checked = (bucket, key, head["ETag"], layout, limits)
             if checked in _passed:
+                _passed.move_to_end(checked)  # the least recently checked go first
                 return "good", None
             source = S3Source(s3, bucket, key, int(head["ContentLength"]), head["ETag"])
             defect = object_gate.content_defect(key, source, layout, limits)

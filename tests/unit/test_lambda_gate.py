@@ -23,12 +23,6 @@ FOLDER = PREFIX + "/" + "/".join(["f" * 250] * 3) + "/"
 LONG = FOLDER + "x" * (1016 - len(FOLDER) - 4) + ".txt"  # the finding: 1016 bytes
 
 
-@pytest.fixture(autouse=True)
-def no_verdicts_kept(monkeypatch):
-    """Each test starts as a cold Lambda: no object is known to be good."""
-    monkeypatch.setattr(lambda_function, "_passed", type(lambda_function._passed)())
-
-
 @pytest.fixture()
 def aws(monkeypatch):
     for name, value in {"AWS_ACCESS_KEY_ID": "t", "AWS_SECRET_ACCESS_KEY": "t",
