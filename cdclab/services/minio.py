@@ -76,8 +76,8 @@ class MinioService(Service):
                 "MINIO_UPDATE": "off",
                 "MINIO_BROWSER_REDIRECT": "off",
                 # Go's heap grows to twice what is live before it collects (GOGC 100):
-                # after a run's concurrent reads MinIO kept ~410 MB; at 25, ~210 MB, for
-                # the same CPU (docs/performance.md, eleventh run)
+                # after a run's concurrent reads MinIO kept ~410 MiB; at 25, ~210 MiB,
+                # for the same CPU (docs/performance.md, eleventh run)
                 "GOGC": MINIO_GOGC,
             },
         )

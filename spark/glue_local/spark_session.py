@@ -165,7 +165,8 @@ def build_session(
 def warm_up(spark, catalog: str) -> None:
     """Load what the first run would otherwise pay for: the SQL engine and the Iceberg
     catalog (`catalog`) classes (a cold first MERGE costs tens of seconds). Not Python
-    workers: the pipeline's job starts none, and an idle daemon and its workers held
-    ~100 MB; a job with a Python UDF starts them at its first use (~1 s, once)."""
+    workers: the pipeline's job starts none, and an idle daemon with its workers holds
+    ~100 MiB; a job with a Python UDF starts the daemon at its first use, once per
+    driver."""
     spark.range(100).selectExpr("sum(id)").collect()
     spark.sql(f"SHOW NAMESPACES IN {catalog}").collect()
