@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from cdclab.services.base import ENV_JUPYTER_TOKEN, ENV_PG_PASSWORD
+from glue_local.runner import run_start
 from pipeline_contract import minio_users, settings
 from tests.resources.stack import CONTAINERS
 
@@ -117,10 +118,7 @@ def test_every_process_holds_only_the_secrets_its_service_uses(stack):
     values = secret_values(creds)
     # the warm driver and the spare run process come later: the JVM and the spare, and in
     # fork mode (the default) the fork server the spare comes from
-    start = stack.env.get(settings.ENV_GLUE_RUN_START) or os.environ.get(
-        settings.ENV_GLUE_RUN_START, "fork")
-    forked = start == "fork"
-    expected = 3 if forked else 2
+    expected = 3 if run_start({**os.environ, **stack.env}) == "fork" else 2
     deadline = time.monotonic() + 180
     while len(children_of(stack.pid_of("glue"))) < expected and time.monotonic() < deadline:
         time.sleep(1)
