@@ -355,3 +355,16 @@ def test_floats_in_dms_exponent_form_cast_to_the_same_values(glue, tmp_path) -> 
     for i, (r, d) in enumerate(zip(reals, doubles, strict=True)):
         assert same(got[i][0], float32_of(r)), (r, got[i][0])
         assert same(got[i][1], float(d)), (d, got[i][1])
+
+
+@settings(max_examples=20)
+@given(rows=st.lists(st.tuples(st.one_of(st.none(), st.text()),
+                               st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1))),
+                     max_size=20))
+def test_literal_rows_hold_any_text_and_long_as_given(spark, rows) -> None:
+    """File names come from outside (object keys): quotes, commas, newlines, any Unicode,
+    NULLs, and the full BIGINT range reach the frame unchanged, in order; none gives an
+    empty frame with its columns."""
+    frame = job.literal_rows(spark, rows, (("name", "string"), ("n", "long")))
+    assert frame.columns == ["name", "n"]
+    assert [tuple(r) for r in frame.collect()] == rows

@@ -10,6 +10,8 @@ import json
 import boto3
 import pytest
 from botocore.exceptions import ClientError
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from moto import mock_aws
 
 from lambda_shim import lambda_function
@@ -185,3 +187,27 @@ def test_a_retried_invocation_reads_only_objects_not_found_good_before(aws, monk
     s3.put_object(Bucket=BUCKET, Key=other, Body=b"Op,id\nI,2,3\n")  # a new version, bad
     out = lambda_function.lambda_handler(event(s3, GOOD, other), None)
     assert reads == [other] and [q["key"] for q in out["Quarantined"]] == [other]
+
+
+bodies = st.one_of(
+    st.sampled_from([b"Op,id\nI,1\n", b"Op,id\nI,1,2\n", b"Op,id\n\"I,1\n", b"\xff\xfe",
+                     b"", b"Op,id\nD,7\nU,8\n"]),
+    st.binary(max_size=40))
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(versions=st.lists(bodies, min_size=1, max_size=6))
+def test_kept_verdicts_agree_with_a_cold_check_of_every_version(aws, versions) -> None:
+    """Whatever is written under one key, one version after another, a warm environment
+    gives each version the verdict a cold one gives it."""
+    s3 = aws
+    key = f"{PREFIX}/20261122-101500125.csv"
+    layout, limits = lambda_function.csv_layout(), lambda_function.gate_limits()
+    warm = type(lambda_function._passed)()
+    for body in versions:
+        s3.put_object(Bucket=BUCKET, Key=key, Body=body)
+        for _ in range(2):  # the retry meets the kept verdict
+            lambda_function._passed = warm
+            got = lambda_function.check_object(s3, BUCKET, key, layout, limits)
+            lambda_function._passed = type(warm)()
+            assert got == lambda_function.check_object(s3, BUCKET, key, layout, limits)
