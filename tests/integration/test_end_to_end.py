@@ -24,6 +24,7 @@ from cdclab.sample_data import seed
 from cdclab.workload import run_workload
 from pipeline_contract import settings
 from pipeline_contract.settings import load_pipeline
+from tests.resources.drain_report import drain_report, equal_later
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -32,9 +33,13 @@ SEED = int(os.environ.get("CDCLAB_TEST_SEED", random.randrange(1_000_000)))
 
 def _drain_and_reconcile(env: dict[str, str]) -> None:
     target = current_wal_lsn(env[settings.ENV_PG_DSN])
-    wait_for_drain(env, load_pipeline(), target, timeout=420)
+    waited = wait_for_drain(env, load_pipeline(), target, timeout=420)
     result = reconcile(env, load_pipeline())
-    assert result.equal, f"seed {SEED}: {result.to_json()}"
+    if not result.equal:  # early drain, or lost for good? the report says which
+        report = drain_report(env, load_pipeline(), target)
+        later = equal_later(lambda: reconcile(env, load_pipeline()).equal)
+        raise AssertionError(f"seed {SEED}: {result.to_json()}\ndrained after {waited:.1f}s, "
+                             f"{later}; {report}")
     assert result.source_rows > 0
 
 

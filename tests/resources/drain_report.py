@@ -1,0 +1,59 @@
+"""What the drain saw, for a reconcile that failed after it: the job's recent runs (state,
+start, files read, backlog) beside the newest bronze objects, so a failure shows whether
+a file was never read, read by a run that dropped it, or still waiting."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from datetime import datetime
+
+from cdclab.drain import slot_confirmed_lsn
+from pipeline_contract import settings
+
+RUNS_SHOWN = 12
+OBJECTS_SHOWN = 12
+
+
+def _when(t: datetime | None) -> str:
+    return t.strftime("%H:%M:%S.%f")[:-3] if t else "-"
+
+
+def drain_report(env: Mapping[str, str], p: settings.PipelineSettings, target: int) -> str:
+    from cdclab.services.glue_api import glue_client, job_run_metrics
+    from cdclab.services.minio import s3_client
+
+    lines = [f"slot confirmed {slot_confirmed_lsn(env[settings.ENV_PG_DSN], p.source.slot)}"
+             f" (target {target})"]
+    s3 = s3_client(dict(env))
+    objects = []
+    for page in s3.get_paginator("list_objects_v2").paginate(
+            Bucket=p.lake.bronze_bucket, Prefix=p.watched_prefix + "/"):
+        objects += page.get("Contents", [])
+    objects.sort(key=lambda o: o["LastModified"])
+    lines.append("newest bronze objects:")
+    lines += [f"  {_when(o['LastModified'])} {o['Key']} ({o['Size']} B)"
+              for o in objects[-OBJECTS_SHOWN:]]
+    glue = glue_client(env)
+    runs = glue.get_job_runs(JobName=p.glue_job.name, MaxResults=RUNS_SHOWN)["JobRuns"]
+    lines.append("newest job runs:")
+    endpoint = env.get(settings.ENV_GLUE_ENDPOINT)
+    for r in sorted(runs, key=lambda r: r["StartedOn"]):
+        m = (job_run_metrics(endpoint, p.glue_job.name, r["Id"], env=env) or {}) if endpoint \
+            else {}
+        lines.append(f"  {_when(r['StartedOn'])}..{_when(r.get('CompletedOn'))} {r['Id'][:14]} "
+                     f"{r['JobRunState']} files={m.get('files')} rows={m.get('rows_read')} "
+                     f"backlog={m.get('backlog')} skipped={m.get('objects_skipped')} "
+                     f"{(r.get('ErrorMessage') or '')[:160]}")
+    return "\n".join(lines)
+
+
+def equal_later(is_equal: Callable[[], bool], within: float = 120.0) -> str:
+    """After a failed reconcile: does silver reach the source later (the drain returned
+    early) or not (changes were lost)?"""
+    start = time.monotonic()
+    while time.monotonic() - start < within:
+        time.sleep(5)
+        if is_equal():
+            return f"equal {time.monotonic() - start:.0f}s later (the drain returned early)"
+    return f"still not equal {within:.0f}s later (changes lost, or stalled)"
