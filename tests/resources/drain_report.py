@@ -43,6 +43,8 @@ def drain_report(env: Mapping[str, str], p: settings.PipelineSettings, target: i
             else {}
         lines.append(f"  {_when(r['StartedOn'])}..{_when(r.get('CompletedOn'))} {r['Id'][:14]} "
                      f"{r['JobRunState']} files={m.get('files')} rows={m.get('rows_read')} "
+                     f"quarantined={m.get('quarantined')} merged={m.get('inserted')}/"
+                     f"{m.get('updated')}/{m.get('deleted')} "
                      f"backlog={m.get('backlog')} skipped={m.get('objects_skipped')} "
                      f"{(r.get('ErrorMessage') or '')[:160]}")
     return "\n".join(lines)
