@@ -63,19 +63,19 @@ def slot_confirmed_lsn(dsn: str, slot: str) -> int | None:
     return lsn_to_int(row[0]) if row and row[0] else None
 
 
-def newest_bronze_object(env: Mapping[str, str],
-                         p: settings.PipelineSettings) -> datetime | None:
+def bronze_objects(env: Mapping[str, str], p: settings.PipelineSettings) -> list[dict]:
+    """Every object under the watched prefix, as ListObjectsV2 gives them."""
     from cdclab.services.minio import s3_client
 
     s3 = s3_client(dict(env))
-    newest = None
-    for page in s3.get_paginator("list_objects_v2").paginate(
-        Bucket=p.lake.bronze_bucket, Prefix=p.watched_prefix + "/"
-    ):
-        for obj in page.get("Contents", []):
-            if newest is None or obj["LastModified"] > newest:
-                newest = obj["LastModified"]
-    return newest
+    return [obj for page in s3.get_paginator("list_objects_v2").paginate(
+        Bucket=p.lake.bronze_bucket, Prefix=p.watched_prefix + "/")
+        for obj in page.get("Contents", [])]
+
+
+def newest_bronze_object(env: Mapping[str, str],
+                         p: settings.PipelineSettings) -> datetime | None:
+    return max((obj["LastModified"] for obj in bronze_objects(env, p)), default=None)
 
 
 def job_runs(env: Mapping[str, str], name: str) -> list[JobRun]:

@@ -8,8 +8,9 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
-from cdclab.drain import slot_confirmed_lsn
+from cdclab.drain import bronze_objects, slot_confirmed_lsn
 from pipeline_contract import settings
+from tests.resources.waiting import wait_for
 
 RUNS_SHOWN = 12
 OBJECTS_SHOWN = 12
@@ -21,16 +22,10 @@ def _when(t: datetime | None) -> str:
 
 def drain_report(env: Mapping[str, str], p: settings.PipelineSettings, target: int) -> str:
     from cdclab.services.glue_api import glue_client, job_run_metrics
-    from cdclab.services.minio import s3_client
 
     lines = [f"slot confirmed {slot_confirmed_lsn(env[settings.ENV_PG_DSN], p.source.slot)}"
              f" (target {target})"]
-    s3 = s3_client(dict(env))
-    objects = []
-    for page in s3.get_paginator("list_objects_v2").paginate(
-            Bucket=p.lake.bronze_bucket, Prefix=p.watched_prefix + "/"):
-        objects += page.get("Contents", [])
-    objects.sort(key=lambda o: o["LastModified"])
+    objects = sorted(bronze_objects(env, p), key=lambda o: o["LastModified"])  # the drain's view
     lines.append("newest bronze objects:")
     lines += [f"  {_when(o['LastModified'])} {o['Key']} ({o['Size']} B)"
               for o in objects[-OBJECTS_SHOWN:]]
@@ -54,8 +49,8 @@ def equal_later(is_equal: Callable[[], bool], within: float = 120.0) -> str:
     """After a failed reconcile: does silver reach the source later (the drain returned
     early) or not (changes were lost)?"""
     start = time.monotonic()
-    while time.monotonic() - start < within:
-        time.sleep(5)
-        if is_equal():
-            return f"equal {time.monotonic() - start:.0f}s later (the drain returned early)"
-    return f"still not equal {within:.0f}s later (changes lost, or stalled)"
+    try:
+        wait_for(is_equal, timeout=within, what="silver to equal the source", every=5)
+    except AssertionError:
+        return f"still not equal {within:.0f}s later (changes lost, or stalled)"
+    return f"equal {time.monotonic() - start:.0f}s later (the drain returned early)"
