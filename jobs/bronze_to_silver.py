@@ -44,9 +44,12 @@ MAINTENANCE_DEFAULTS = {"maintenance_interval_minutes": 30.0, "snapshot_retentio
                         "retain_last_snapshots": 10.0, "orphan_file_age_hours": 72.0,
                         "tombstone_retention_days": 30.0}
 LAST_MAINTENANCE_PROPERTY = "cdclab.maintenance.last-run-ms"
-# Each commit writes a metadata.json; without these Iceberg keeps every one of them.
+# Each commit writes a metadata.json; without the first two Iceberg keeps every one. Each
+# MERGE also adds a manifest, and Iceberg merges them only once 100 pile up: every later
+# scan (each run plans silver two or three times) reads them all, one GET each.
 METADATA_CLEANUP = {"write.metadata.delete-after-commit.enabled": "true",
-                    "write.metadata.previous-versions-max": "20"}
+                    "write.metadata.previous-versions-max": "20",
+                    "commit.manifest.min-count-to-merge": "4"}
 SPEC_VERSION = 1  # pipeline_contract/table_specs.py SPEC_VERSION
 # Glue's attachFilename: each row's source file, the documented way (input_file_name()
 # is empty for grouped, non-FileSplit reads).
@@ -135,7 +138,7 @@ def load_tables(spark, location: str) -> list[dict]:
     """The --tables_config document: an s3:// object (read by Spark, as every other input
     of the job) or a local file."""
     if "://" in location:
-        text = "".join(r.value for r in spark.read.text(location, wholetext=True).collect())
+        text = read_object(spark, location)
     else:
         with open(location, encoding="utf-8") as f:
             text = f.read()
@@ -144,6 +147,21 @@ def load_tables(spark, location: str) -> list[dict]:
         raise ValueError(f"{location}: table specs version {doc.get('version')!r}, this job "
                          f"reads version {SPEC_VERSION}")
     return doc["tables"]
+
+
+def read_object(spark, location: str) -> str:
+    """A small object's text through Hadoop's FileSystem (the job's own S3 access; no
+    Spark job, which costs a run ~0.1 s); through Spark's reader where that fails."""
+    try:
+        jvm = spark._jvm
+        path = jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(location))
+        stream = path.getFileSystem(spark._jsc.hadoopConfiguration()).open(path)
+        try:
+            return jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+        finally:
+            stream.close()
+    except Exception:
+        return "".join(r.value for r in spark.read.text(location, wholetext=True).collect())
 
 
 # --- record validation (Spark column expressions; reading is Glue's) ----------------
@@ -586,14 +604,24 @@ def holds_no_key_within(spark, table: str, spec: dict, key_range: tuple | None) 
                          f"WHERE {key_within(first, spec, key_range)} LIMIT 1").take(1)
 
 
+def snapshot_summary(spark, table: str) -> dict[str, str]:
+    """The summary of the table's current snapshot ({} when it has none), through
+    Iceberg's Java API (the catalog's loaded table, no Spark job); through the snapshots
+    metadata table where that is not at hand."""
+    try:
+        loaded = spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
+            spark._jsparkSession, table)
+        snapshot = loaded.currentSnapshot()
+        return {} if snapshot is None else dict(snapshot.summary())
+    except Exception:
+        row = spark.sql(f"SELECT summary FROM {table}.snapshots "
+                        "ORDER BY committed_at DESC LIMIT 1").first()
+        return dict(row.summary) if row else {}
+
+
 def added_records(spark, table: str) -> int:
     """The records the table's current snapshot added (its summary's count)."""
-    current = table_properties(spark, table).get("current-snapshot-id", "none")
-    if current == "none":
-        return 0
-    rows = spark.sql(f"SELECT summary['added-records'] AS n FROM {table}.snapshots "
-                     f"WHERE snapshot_id = {int(current)}").collect()
-    return int(rows[0].n or 0) if rows else 0
+    return int(snapshot_summary(spark, table).get("added-records") or 0)
 
 
 def _on(keys: list[str], left: str, right: str) -> str:
@@ -801,9 +829,7 @@ def maintain(spark, table: str, max_files: int = MAX_FILES_BEFORE_COMPACTION) ->
     """Compact once merge-on-read data and delete files pile up (each run adds a few),
     so scans and MERGEs stay fast in a long-running lab. Snapshots are kept (time travel).
     """
-    row = spark.sql(
-        f"SELECT summary FROM {table}.snapshots ORDER BY committed_at DESC LIMIT 1").first()
-    summary = row.summary if row else {}
+    summary = snapshot_summary(spark, table)
     files = int(summary.get("total-data-files", 0)) + int(summary.get("total-delete-files", 0))
     if files <= max_files:
         return False
