@@ -164,12 +164,19 @@ def read_object(spark, location: str) -> str:
         return "".join(r.value for r in spark.read.text(location, wholetext=True).collect())
 
 
-# --- record validation (Spark column expressions; reading is Glue's) ----------------
-def _shown(name: str):
-    """A column's value as a quarantine reason shows it: quoted, or NULL."""
-    from pyspark.sql import functions as F
+# --- record validation (Spark SQL expressions; reading is Glue's) -------------------
+# Each check is one SQL text parsed by Spark in a single call: built from PySpark's column
+# functions, a record's checks took ~500 py4j round trips, a run's largest fixed cost.
+def sql_text(value: str) -> str:
+    """A string as a Spark SQL literal that reads the same under any escaping setting
+    (its UTF-8 bytes in hex, cast; Spark folds it to a constant)."""
+    return f"CAST(X'{value.encode('utf-8').hex()}' AS STRING)" if value else "''"
 
-    return F.coalesce(F.concat(F.lit("'"), F.col(q(name)), F.lit("'")), F.lit("NULL"))
+
+def _shown(name: str) -> str:
+    """A column's value as a quarantine reason shows it: quoted, or NULL."""
+    quote = sql_text("'")
+    return f"coalesce(concat({quote}, {q(name)}, {quote}), {sql_text('NULL')})"
 
 
 def castable(name: str, sql_type: str, text: bool = True) -> str:
@@ -181,35 +188,30 @@ def castable(name: str, sql_type: str, text: bool = True) -> str:
     return q(name)
 
 
-def _not_a(name: str, pattern: str, sql_type: str, text: bool = True):
+def _not_a(name: str, pattern: str, sql_type: str, text: bool = True) -> str:
     """True unless the column has the text form `pattern` and casts to `sql_type`."""
-    from pyspark.sql import functions as F
-
-    value = F.col(q(name))
-    return (value.isNull() | ~value.rlike(pattern)
-            | F.expr(f"try_cast({castable(name, sql_type, text)} AS {sql_type})").isNull())
+    value = q(name)
+    return (f"({value} IS NULL OR NOT ({value} RLIKE {sql_text(pattern)})"
+            f" OR try_cast({castable(name, sql_type, text)} AS {sql_type}) IS NULL)")
 
 
-def _type_reason(name: str, sql_type: str):
-    from pyspark.sql import functions as F
-
+def _type_reason(name: str, sql_type: str) -> str:
     if sql_type in ("date", "timestamp"):
-        return F.concat(F.lit(f"unparseable {name} "), _shown(name))
+        return f"concat({sql_text(f'unparseable {name} ')}, {_shown(name)})"
     article = "an" if sql_type[0] in "aeiou" else "a"
-    return F.concat(F.lit(f"{name} is not {article} {sql_type.upper()}: "), _shown(name))
+    return f"concat({sql_text(f'{name} is not {article} {sql_type.upper()}: ')}, {_shown(name)})"
 
 
-def reason_column(spec: dict):
-    """Why a bronze record (the spec's bronze columns) is malformed; NULL when it is a
-    valid change. The first failing check names the reason: Op, the key, the change
+def reason_sql(spec: dict) -> str:
+    """Why a bronze record (the spec's bronze columns) is malformed, as SQL; NULL when it
+    is a valid change. The first failing check names the reason: Op, the key, the change
     sequence, the timestamp, then the other columns in file order."""
-    from pyspark.sql import functions as F
-
     columns = spec["bronze_columns"]
     text = spec.get("bronze_format", "csv") == "csv"  # Parquet columns come typed
-    op, seq = role_column(spec, ROLE_OP), role_column(spec, ROLE_CHANGE_SEQ)
-    checks = [(F.col(q(op)).isNull() | ~F.col(q(op)).isin(*OPS),
-               F.concat(F.lit("bad Op "), _shown(op)))]
+    op, seq = q(role_column(spec, ROLE_OP)), q(role_column(spec, ROLE_CHANGE_SEQ))
+    ops = ", ".join(sql_text(o) for o in OPS)
+    checks = [(f"{op} IS NULL OR NOT ({op} IN ({ops}))",
+               f"concat({sql_text('bad Op ')}, {_shown(role_column(spec, ROLE_OP))})")]
     ordered = ([c for c in columns if c.get("key")]
                + [c for c in columns if c["role"] == ROLE_CHANGE_SEQ]
                + [c for c in columns if c["role"] == ROLE_TIMESTAMP]
@@ -218,23 +220,26 @@ def reason_column(spec: dict):
     for c in ordered:
         name, sql_type = c["name"], c["type"]
         if c["role"] == ROLE_CHANGE_SEQ:
-            checks.append((F.col(q(seq)).isNull() | ~F.col(q(seq)).rlike(SEQ_PATTERN),
-                           F.concat(F.lit(f"{seq} is not 35 digits: "), _shown(seq))))
+            checks.append((f"{seq} IS NULL OR NOT ({seq} RLIKE {sql_text(SEQ_PATTERN)})",
+                           f"concat({sql_text(f'{name} is not 35 digits: ')}, {_shown(name)})"))
             continue
         pattern = pattern_of(sql_type)
         required = c.get("key") or c["role"] == ROLE_TIMESTAMP
         if pattern is None:  # text: anything goes, but a key is never NULL
             if required:
-                checks.append((F.col(q(name)).isNull(),
-                               F.lit(f"key column {name} is NULL")))
+                checks.append((f"{q(name)} IS NULL", sql_text(f"key column {name} is NULL")))
             continue
         bad = _not_a(name, pattern, sql_type, text)
-        checks.append((bad if required else F.col(q(name)).isNotNull() & bad,
+        checks.append((bad if required else f"{q(name)} IS NOT NULL AND {bad}",
                        _type_reason(name, sql_type)))
-    reason = F.when(*checks[0])
-    for condition, why in checks[1:]:
-        reason = reason.when(condition, why)
-    return reason
+    return "CASE " + " ".join(f"WHEN {w} THEN {r}" for w, r in checks) + " END"
+
+
+def reason_column(spec: dict):
+    """reason_sql as a column."""
+    from pyspark.sql import functions as F
+
+    return F.expr(reason_sql(spec))
 
 
 def with_virtual_columns(bronze_df, spec: dict):
@@ -269,17 +274,17 @@ def read_records(bronze_df, spec: dict, file_column: str = SOURCE_FILE_COLUMN):
 
     names = [c["name"] for c in spec["bronze_columns"]]
     seq = role_column(spec, ROLE_CHANGE_SEQ)
-    is_load = F.regexp_extract(F.col(file_column), FULL_LOAD_FILE, 0) != ""
+    is_load = f"regexp_extract({q(file_column)}, {sql_text(FULL_LOAD_FILE)}, 0) <> ''"
+    raw = "to_json(array(" + ", ".join(f"CAST({q(c)} AS STRING)" for c in names) + "))"
     return (
-        bronze_df.withColumn(ORDER, F.monotonically_increasing_id())
-        .withColumn(RAW, F.to_json(F.array(*[F.col(q(c)).cast("string") for c in names])))
-        .withColumn(FILL, F.col(q(seq)).isNull() & is_load)
-        .withColumn(seq, F.when(F.col(FILL), F.lit(FULL_LOAD_LSN.ljust(35, "0")))
-                    .otherwise(F.col(q(seq))))
-        .withColumn(REASON, reason_column(spec))
-        .select(F.col(file_column).alias(FILE), ORDER,
-                F.lit(None).cast("long").alias(LINE), REASON, RAW, FILL,
-                *[F.col(q(c)) for c in names])
+        bronze_df.select("*", F.monotonically_increasing_id().alias(ORDER),
+                         F.expr(raw).alias(RAW),
+                         F.expr(f"{q(seq)} IS NULL AND {is_load}").alias(FILL))
+        .withColumn(seq, F.expr(f"IF({q(FILL)}, {sql_text(FULL_LOAD_LSN.ljust(35, '0'))}, "
+                                f"{q(seq)})"))
+        .selectExpr(f"{q(file_column)} AS {q(FILE)}", q(ORDER),
+                    f"CAST(NULL AS BIGINT) AS {q(LINE)}", f"{reason_sql(spec)} AS {q(REASON)}",
+                    q(RAW), q(FILL), *[q(c) for c in names])
     )
 
 
@@ -324,27 +329,27 @@ def numbered(records, spans: list, spec: dict):
         in_file = Window.partitionBy(FILE).orderBy(ORDER)
         with_record = records.withColumn(RECORD, F.row_number().over(in_file) + first)
     elif len(bases) <= SPANS_AS_CASE:
-        base = F.lit(None).cast("long")  # no span: no record was read
-        for file, part, start in bases:
-            here = ((F.col(FILE) == F.lit(file))
-                    & (F.shiftright(ORDER, PART_SHIFT) == F.lit(part)))
-            base = F.when(here, F.lit(start)).otherwise(base)
-        with_record = records.withColumn(RECORD, F.col(ORDER) + base)
+        # no span: no record was read; the last span's test comes first, as a chain of
+        # when/otherwise nests them
+        part_of = f"shiftright({q(ORDER)}, {PART_SHIFT})"
+        base = "".join(
+            f"IF({q(FILE)} = {sql_text(file)} AND {part_of} = {int(part)}, "
+            f"CAST({int(start)} AS BIGINT), " for file, part, start in reversed(bases)
+        ) + "CAST(NULL AS BIGINT)" + ")" * len(bases)
+        with_record = records.withColumn(RECORD, F.expr(f"{q(ORDER)} + {base}"))
     else:
         base = literal_rows(records.sparkSession, bases,
                             ((FILE, "string"), (PART, "long"), (BASE, "long")))
         with_record = (records.withColumn(PART, F.shiftright(ORDER, PART_SHIFT))
                        .join(F.broadcast(base), [FILE, PART], "left")
                        .withColumn(RECORD, F.col(ORDER) + F.col(BASE)))
-    record = F.col(RECORD).cast("long")
-    return (
-        with_record.withColumn(RECORD, record)
-        .withColumn(seq, F.when(F.col(FILL), F.concat(
-            F.lit(FULL_LOAD_LSN), F.lpad(record.cast("string"), 15, "0")))
-            .otherwise(F.col(q(seq))))
-        .select(FILE, RECORD, LINE, REASON, RAW,
-                *[F.col(q(c["name"])) for c in spec["bronze_columns"]])
-    )
+    record = f"CAST({q(RECORD)} AS BIGINT)"
+    fill = (f"IF({q(FILL)}, concat({sql_text(FULL_LOAD_LSN)}, "
+            f"lpad(CAST({record} AS STRING), 15, '0')), {q(seq)})")
+    return with_record.selectExpr(
+        q(FILE), f"{record} AS {q(RECORD)}", q(LINE), q(REASON), q(RAW),
+        *[f"{fill} AS {q(c['name'])}" if c["name"] == seq else q(c["name"])
+          for c in spec["bronze_columns"]])
 
 
 def typed(name: str, sql_type: str, text: bool):

@@ -254,6 +254,16 @@ def test_rows_without_a_source_file_stop_the_run_before_the_bookmark(spark) -> N
     assert (files, rows, bad, changes) == (["s3://b/a.csv"], 1, 0, 0)
 
 
+def test_a_read_of_no_records_is_numbered_as_nothing(spark) -> None:
+    """No span (a header-only or empty file): the numbering has no file to place."""
+    columns = [*BRONZE_COLUMNS, job.SOURCE_FILE_COLUMN]
+    empty = spark.createDataFrame([], ", ".join(f"`{c}` string" for c in columns))
+    records = job.read_records(empty, SPEC)
+    accounted = job.account(records, SPEC)
+    assert (accounted.files, accounted.rows, accounted.spans) == ([], 0, [])
+    assert job.numbered(records, accounted.spans, SPEC).collect() == []
+
+
 def test_accounting_counts_the_valid_records_that_are_not_inserts(spark) -> None:
     columns = [*BRONZE_COLUMNS, job.SOURCE_FILE_COLUMN]
     rest = ("2026-01-01 00:00:00", "1", None, None, None, None, None, None, SEQ, "s3://b/a")
