@@ -149,15 +149,22 @@ def load_tables(spark, location: str) -> list[dict]:
     return doc["tables"]
 
 
+def hadoop_file(spark, location: str):
+    """(FileSystem, Path) of a location, through Hadoop's FileSystem: the job's own S3
+    access, with no Spark job."""
+    jvm = spark._jvm
+    path = jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(location))
+    return path.getFileSystem(spark._jsc.hadoopConfiguration()), path
+
+
 def read_object(spark, location: str) -> str:
-    """A small object's text through Hadoop's FileSystem (the job's own S3 access; no
-    Spark job, which costs a run ~0.1 s); through Spark's reader where that fails."""
+    """A small object's text through Hadoop's FileSystem (a Spark job costs a run
+    ~0.1 s); through Spark's reader where that fails."""
     try:
-        jvm = spark._jvm
-        path = jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(location))
-        stream = path.getFileSystem(spark._jsc.hadoopConfiguration()).open(path)
+        fs, path = hadoop_file(spark, location)
+        stream = fs.open(path)
         try:
-            return jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+            return spark._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
         finally:
             stream.close()
     except Exception:
@@ -329,13 +336,11 @@ def numbered(records, spans: list, spec: dict):
         in_file = Window.partitionBy(FILE).orderBy(ORDER)
         with_record = records.withColumn(RECORD, F.row_number().over(in_file) + first)
     elif len(bases) <= SPANS_AS_CASE:
-        # no span: no record was read; the last span's test comes first, as a chain of
-        # when/otherwise nests them
         part_of = f"shiftright({q(ORDER)}, {PART_SHIFT})"
-        base = "".join(
-            f"IF({q(FILE)} = {sql_text(file)} AND {part_of} = {int(part)}, "
-            f"CAST({int(start)} AS BIGINT), " for file, part, start in reversed(bases)
-        ) + "CAST(NULL AS BIGINT)" + ")" * len(bases)
+        whens = " ".join(f"WHEN {q(FILE)} = {sql_text(file)} AND {part_of} = {int(part)} "
+                         f"THEN CAST({int(start)} AS BIGINT)" for file, part, start in bases)
+        # spans are distinct (file, partition) pairs; none: no record was read
+        base = f"CASE {whens} END" if bases else "CAST(NULL AS BIGINT)"
         with_record = records.withColumn(RECORD, F.expr(f"{q(ORDER)} + {base}"))
     else:
         base = literal_rows(records.sparkSession, bases,
@@ -864,11 +869,10 @@ def file_bytes(spark, paths: list[str]) -> int | None:
     """The files' total size through Hadoop's FileSystem (the job's own S3 access); None
     when a size cannot be had."""
     try:
-        jvm, conf = spark._jvm, spark._jsc.hadoopConfiguration()
         total = 0
         for p in paths:
-            path = jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(p))
-            total += path.getFileSystem(conf).getFileStatus(path).getLen()
+            fs, path = hadoop_file(spark, p)
+            total += fs.getFileStatus(path).getLen()
         return total
     except Exception:
         return None
