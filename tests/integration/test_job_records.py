@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import gzip
 import importlib.util
+import json
+import re
 from datetime import date, datetime
 from pathlib import Path
 
@@ -378,3 +380,58 @@ def test_literal_rows_hold_any_text_and_long_as_given(spark, rows) -> None:
     frame = job.literal_rows(spark, rows, (("name", "string"), ("n", "long")))
     assert frame.columns == ["name", "n"]
     assert [tuple(r) for r in frame.collect()] == rows
+
+
+# --- names and values from outside, through the records' SQL text ------------------------
+def is_full_load_name(file: str) -> bool:
+    """DMS's full-load files: the object's last path segment starts with LOAD."""
+    return file.rsplit("/", 1)[-1].startswith("LOAD")
+
+
+object_names = st.builds(lambda d, s, load: f"s3://b/{d}/{'LOAD' if load else ''}{s}",
+                         st.text(max_size=6), st.text(max_size=10), st.booleans())
+hostile = st.one_of(st.text(max_size=10),
+                    st.sampled_from(["'", "\\", "\\'", "`", "''", '"', "%s", "$1", "\u2028",
+                                     "\x00", "\\u0027", "X'27'", "NULL", "\n--"]))
+
+
+@settings(max_examples=25, deadline=None)
+@given(files=st.lists(st.tuples(object_names, st.lists(st.one_of(st.none(), hostile),
+                                                       min_size=1, max_size=4)),
+                      min_size=1, max_size=5, unique_by=lambda f: f[0]),
+       as_case=st.booleans())
+def test_object_names_and_values_reach_the_records_unchanged(spark, files, as_case) -> None:
+    """Object keys and field values are anyone's: quotes, backslashes, backticks, NUL,
+    line separators, SQL-looking text. The SQL text the job builds from them (file names
+    in the span numbering, values in a reason) keeps each one as it came, whether the
+    spans' bases are a CASE or a join: the file, the record's number in it, the full-load
+    sequence, the reason quoting the value, and the raw fields."""
+    columns = [*BRONZE_COLUMNS, job.SOURCE_FILE_COLUMN]
+    data, want = [], []
+    for file, values in files:
+        load = is_full_load_name(file)
+        for i, since in enumerate(values):
+            row = {**dict.fromkeys(BRONZE_COLUMNS), "op": "I", "id": str(i),
+                   "last_updated_ts": "2026-01-01 00:00:00", "name": since, "since": since,
+                   "change_seq": None if load else SEQ}
+            data.append(tuple({**row, job.SOURCE_FILE_COLUMN: file}[c] for c in columns))
+            good = since is None or (re.fullmatch(r"\d{4}-\d{2}-\d{2}", since, re.ASCII)
+                                     and parses_date(since))
+            want.append((file, i + 2,
+                         job.FULL_LOAD_LSN + f"{i + 2:015d}" if load else SEQ,
+                         None if good else f"unparseable since '{since}'",
+                         [row[c] for c in BRONZE_COLUMNS]))
+    df = spark.createDataFrame(data, ", ".join(f"`{c}` string" for c in columns))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(job, "SPANS_AS_CASE", 16 if as_case else 0)
+        got = job.bronze_records(df, SPEC).collect()
+    assert sorted(((r[job.FILE], r[job.RECORD], r["change_seq"], r[job.REASON],
+                    json.loads(r[job.RAW])) for r in got), key=repr) == sorted(want, key=repr)
+
+
+def parses_date(value: str) -> bool:
+    try:
+        date.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
