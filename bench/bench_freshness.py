@@ -377,6 +377,15 @@ def run_figures(runs: list[dict]) -> dict:
             "phase_seconds": {n: fs.spread(v) for n, v in sorted(phases.items())}}
 
 
+def failed_runs(runs: list[dict]) -> dict:
+    """The runs that ended without success: a bench whose silver still equals the source
+    after a failed run (the next run redid its input) hides a fault, so it fails too."""
+    failed = [r for r in runs if r["JobRunState"] in ("FAILED", "ERROR", "TIMEOUT")]
+    return {"count": len(failed),
+            "examples": [{"id": r["Id"], "state": r["JobRunState"],
+                          "error": (r.get("ErrorMessage") or "")[:500]} for r in failed[:3]]}
+
+
 def start_workload(dsn: str, rate: float, duration: float) -> subprocess.Popen:
     """cdclab's workload in a process of its own (its CPU is not the probe's GIL)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
@@ -488,6 +497,7 @@ def run(args: argparse.Namespace, state: Path) -> tuple[int, dict]:
             wait_for_drain(env, p, current_wal_lsn(dsn), progress=say)
             result["silver_equals_source"] = reconcile(env, p).equal
             timings["drain_and_reconcile"] = time.monotonic() - t
+        result["failed_runs"] = failed_runs(glue_runs(env, p.glue_job.name))
     finally:
         if poller is not None:
             poller.stop()
@@ -495,7 +505,8 @@ def run(args: argparse.Namespace, state: Path) -> tuple[int, dict]:
     result["timings_seconds"] = {k: round(v, 1) for k, v in timings.items()}
     result["against_baseline"] = fs.against_baseline(result)
     equal = result.get("silver_equals_source", True)
-    return (0 if equal else 1), result
+    failed = (result.get("failed_runs") or {}).get("count", 0)
+    return (0 if equal and not failed else 1), result
 
 
 def main() -> None:
