@@ -31,6 +31,7 @@ from dms_emitter.date_partition import DatePartitioning, PartitionError, join
 from dms_emitter.dms_csv import (
     OP_INSERT,
     CsvFormat,
+    WritingClock,
     cdc_file_name,
     encode_file,
     encode_line,
@@ -458,12 +459,13 @@ class Emitter:
         # UseTaskStartTimeForFullLoadTimestamp: the task's start for every row; else "the
         # full load timestamp ... increments with the time data arrives at the target"
         started = self.started_at if cfg.task_start_time_for_full_load else None
+        fixed, clock = (format_ts(started) if started else None), WritingClock()
 
         def load_seq(n: int) -> str | None:  # DMS leaves $AR_H_CHANGE_SEQ empty
             return full_load_seq(n, consistent_lsn) if cfg.seq_layout == LAYOUT_LSN else None
 
         op = OP_INSERT if cfg.fmt.op_for_full_load else None
-        fields = (cfg.fmt.fields(op, format_ts(started or datetime.now(UTC)),
+        fields = (cfg.fmt.fields(op, fixed or clock(),
                                  plan.row(kept, renderer.row(values), load_seq(n),
                                           no_before))
                   for n, values in enumerate(rows, start=1))

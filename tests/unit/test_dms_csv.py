@@ -14,6 +14,7 @@ from dms_emitter.dms_csv import (
     CsvFormat,
     DmsCsvError,
     DmsRow,
+    WritingClock,
     cdc_file_name,
     encode_file,
     encode_line,
@@ -68,6 +69,18 @@ def test_an_empty_string_is_an_unquoted_empty_field_like_null() -> None:
     assert encode_row(row, CsvFormat(quote_empty=True)) == (
         'U,2026-01-02 03:04:05.000006,1,,"","a,b",,"say ""hi""",Zürich,' + "0" * 35 + "\n"
     )
+
+
+@given(st.lists(st.integers(946684800 * 10**9, 4102444800 * 10**9), min_size=1, max_size=5))
+def test_the_writing_clock_writes_each_moment_as_format_ts_does(moments_ns) -> None:
+    """A full load's per-row time of writing, formatted a second at a time: the same text
+    as format_ts of that moment (to the microsecond, truncated), second after second."""
+    ticks = iter(moments_ns)
+    clock = WritingClock(lambda: next(ticks))
+    for ns in moments_ns:
+        exact = datetime.fromtimestamp(ns // 10**9, UTC) + timedelta(
+            microseconds=ns % 10**9 // 1000)
+        assert clock() == format_ts(exact)
 
 
 def test_timestamps_are_utc() -> None:
