@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gzip
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 
@@ -146,7 +146,7 @@ class WritingClock:
     writing): the date and second are formatted once a second, not per row (strftime per
     row was a fifth of a full load's CPU). `now_ns`: the clock, in epoch nanoseconds."""
 
-    def __init__(self, now_ns=time.time_ns) -> None:
+    def __init__(self, now_ns: Callable[[], int] = time.time_ns) -> None:
         self._now_ns, self._second, self._prefix = now_ns, None, ""
 
     def __call__(self) -> str:
