@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import sys
 import time
 import uuid
@@ -496,6 +495,9 @@ class Accounting(NamedTuple):
     # the lowest and highest first key column of the valid records (with the before
     # images'), for `key_within`; None when none is valid or the type is not ranged
     key_range: tuple | None = None
+    # the commit times (epoch s) of the valid inserts of CDC files: the latencies of a
+    # batch appended (append_new_keys) without classifying it
+    insert_times: list[float] = []
 
 
 # Key types ranged, each by a form Spark computes, Python orders as Spark orders the
@@ -561,37 +563,47 @@ def account(records, spec: dict) -> Accounting:
     op = F.col(q(role_column(spec, ROLE_OP)))
     change = F.col(REASON).isNull() & ~op.eqNullSafe("I")
     keys = [f(k) for k in first_key_values(spec) for f in (F.min, F.max)]
-    spans, unnamed, rows, quarantined, changes, bounds = [], 0, 0, 0, 0, []
-    for file, part, n, bad, changed, lowest, highest, *key_bounds in records.groupBy(
+    spans, unnamed, rows, quarantined, changes, bounds, times = [], 0, 0, 0, 0, [], []
+    for file, part, n, bad, changed, lowest, highest, inserted, *key_bounds in records.groupBy(
             FILE, F.shiftright(ORDER, PART_SHIFT)).agg(
             # F.count_if is PySpark 3.5+ only (Glue 4.0 runs Spark 3.3)
             F.count(F.lit(1)), F.count(REASON), F.count(F.when(change, True)),
-            F.min(ORDER), F.max(ORDER), *keys).collect():
+            F.min(ORDER), F.max(ORDER), F.expr(insert_times_sql(spec)), *keys).collect():
         if file is None:
             unnamed += n
             continue
         spans.append((file, part, n, lowest, highest))
         rows, quarantined, changes = rows + n, quarantined + bad, changes + changed
         bounds += [b for b in key_bounds if b is not None]
+        times += inserted
     files = sorted({s[0] for s in spans})
     if unnamed or (rows and not files):
         raise UnaccountedRowsError(
             f"{unnamed} of {rows + unnamed} bronze rows have no source file "
             f"(Glue's attachFilename): refusing to commit the job bookmark")
     key_range = (min(bounds), max(bounds)) if bounds else None
-    return Accounting(files, rows, quarantined, spans, changes, key_range)
+    return Accounting(files, rows, quarantined, spans, changes, key_range, times)
 
 
-def is_full_load_file(path: str) -> bool:
-    return re.search(FULL_LOAD_FILE, path) is not None
+def insert_times_sql(spec: dict) -> str:
+    """SQL of the commit times (epoch s) of a group's valid inserts from CDC files (a
+    full load's rows have no commit to measure from); an empty list without a timestamp
+    column."""
+    ts = next((c for c in spec["bronze_columns"] if c["role"] == ROLE_TIMESTAMP), None)
+    if ts is None:
+        return "CAST(array() AS ARRAY<DOUBLE>)"
+    text = spec.get("bronze_format", "csv") == "csv"
+    cdc = f"regexp_extract({q(FILE)}, {sql_text(FULL_LOAD_FILE)}, 0) = ''"
+    insert = f"{q(REASON)} IS NULL AND {q(role_column(spec, ROLE_OP))} = 'I' AND {cdc}"
+    stamp = f"CAST({castable(ts['name'], ts['type'], text)} AS {ts['type']})"
+    return f"collect_list(IF({insert}, unix_micros({stamp}) / 1e6, NULL))"
 
 
-def only_inserts_of_a_full_load(accounted: Accounting) -> bool:
-    """The batch is full-load files whose valid records are all inserts: into tables that
-    hold none of their keys, every latest record is an insert, so no classification is
-    needed."""
-    return (accounted.rows > accounted.quarantined and accounted.changes == 0
-            and all(is_full_load_file(f) for f in accounted.files))
+def only_inserts(accounted: Accounting) -> bool:
+    """The batch's valid records are all inserts (a full load's files, or CDC files of
+    INSERTs only): into tables that hold none of their keys, every latest record is an
+    insert, so no classification is needed."""
+    return accounted.rows > accounted.quarantined and accounted.changes == 0
 
 
 def never_written(spark, table: str) -> bool:
@@ -717,11 +729,12 @@ def run(spark, bronze_df, spec: dict, run_id: str,
                                               if before])
     )
     latest.createOrReplaceTempView(f"{view}_latest")
-    if only_inserts_of_a_full_load(accounted) and all(
+    if only_inserts(accounted) and all(
             holds_no_key_within(spark, t, spec, accounted.key_range)
             for t in (silver, tombstones)):
         # The MERGE's classification would find every row an insert.
-        counts, old_keys_deleted, latency = append_full_load(spark, spec, view, phases)
+        counts, old_keys_deleted, latency = append_new_keys(spark, spec, view, phases,
+                                                            accounted.insert_times)
     else:
         counts, old_keys_deleted, latency = classify_and_merge(spark, spec, view, phases,
                                                                accounted.key_range)
@@ -747,16 +760,20 @@ def run(spark, bronze_df, spec: dict, run_id: str,
     }
 
 
-def append_full_load(spark, spec: dict, view: str, phases: Phases) -> tuple[dict, int, list]:
-    """The batch's latest records appended to silver in one pass, without caching the batch
-    to classify it first; (counts per action, old keys deleted, latencies) as
-    classify_and_merge gives them (full-load rows have no commit-to-silver latency)."""
+def append_new_keys(spark, spec: dict, view: str, phases: Phases,
+                    insert_times: list[float]) -> tuple[dict, int, list]:
+    """The batch's latest records, all inserts of keys silver and the tombstones lack,
+    appended to silver in one pass: no classification, no MERGE. Returns (counts per
+    action, old keys deleted, latencies) as classify_and_merge gives them; the latencies
+    are those of the CDC inserts (`insert_times`: a key inserted twice in one batch, as
+    only a replayed file could, counts twice; full-load rows have none)."""
     silver = spec["silver_table"]
     columns = ", ".join(q(c["name"]) for c in spec["silver_columns"])
     spark.sql(f"INSERT INTO {silver} ({columns}) SELECT {columns} FROM {view}_latest")
+    now = time.time()
     inserted = added_records(spark, silver)
-    phases.done("insert into silver", f"{inserted} records of a full load")
-    return {"insert": inserted}, 0, []
+    phases.done("insert into silver", f"{inserted} records of new keys")
+    return {"insert": inserted}, 0, [now - t for t in insert_times]
 
 
 def classify_and_merge(spark, spec: dict, view: str, phases: Phases,

@@ -314,10 +314,10 @@ def test_job_matches_merge_model_out_of_order_and_replayed(iceberg_rest: dict, f
 
 def test_a_full_load_is_appended_where_silver_holds_none_of_its_keys(
         iceberg_rest: dict, fresh_lake, tmp_path: Path) -> None:
-    """Full-load files of inserts only, into tables that hold none of their key range: the
-    job appends them (no classification), with the same silver and counts the MERGE would
-    give. A repeated key across full-load files keeps its latest record; a quarantined row
-    stays out. Any other batch is merged."""
+    """Batches of inserts only (full-load files, or CDC files of INSERTs), into tables that
+    hold none of their key range: the job appends them (no classification), with the same
+    silver and counts the MERGE would give. A repeated key across full-load files keeps
+    its latest record; a quarantined row stays out. Any other batch is merged."""
     with job_lab(iceberg_rest, tmp_path) as lab:
         tables, upload = lab.tables, lab.upload
         second = [ch("I", 7, 0, 7, "seven"), ch("I", 1, 0, 8, "Anna reloaded")]
@@ -361,3 +361,19 @@ def test_a_full_load_is_appended_where_silver_holds_none_of_its_keys(
         assert m5["inserted"] == 1, m5
         silver, tombs = apply_batch(silver, tombs, over_tombstone)
         assert 5 not in silver and tables.read()[:2] == (silver, tombs)
+
+        # CDC files of INSERTs only are appended the same way, with their latencies
+        new_hosts = [ch("I", 30, 400, 1, "thirty"), ch("I", 31, 400, 2, "thirty-one")]
+        upload("20260105-090640000.csv", dms_csv(new_hosts))
+        m6 = lab.run()
+        assert "merge into silver" not in m6["phase_seconds"]
+        assert (m6["inserted"], m6["updated"], m6["skipped"]) == (2, 0, 0)
+        assert m6["latency_seconds"]["count"] == 2
+        silver, tombs = apply_batch(silver, tombs, new_hosts)
+        # an INSERT of a key silver holds (a replayed change) is merged: stale, skipped
+        upload("20260105-090641000.csv", dms_csv(new_hosts[:1]))
+        m7 = lab.run()
+        assert "merge into silver" in m7["phase_seconds"]
+        assert (m7["inserted"], m7["skipped"]) == (0, 1)
+        silver, tombs = apply_batch(silver, tombs, new_hosts[:1])
+        assert tables.read()[:2] == (silver, tombs)

@@ -8,7 +8,7 @@ import gzip
 import importlib.util
 import json
 import re
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
@@ -137,7 +137,7 @@ def test_records_are_numbered_in_their_file_across_partitions(spark, glue, tmp_p
             format="csv", format_options={"withHeader": True, "multiLine": False,
                                           "attachFilename": job.SOURCE_FILE_COLUMN})
         records = job.read_records(frame.toDF(), SPEC).cache()
-        files, rows, bad, spans, changes, _range = job.account(records, SPEC)
+        files, rows, bad, spans, changes, _range, _times = job.account(records, SPEC)
         ours = job.numbered(records, spans, SPEC).collect()
         assert len(spans) <= job.SPANS_AS_CASE
         with pytest.MonkeyPatch.context() as mp:  # as many spans as a big load has
@@ -251,7 +251,7 @@ def test_rows_without_a_source_file_stop_the_run_before_the_bookmark(spark) -> N
     with pytest.raises(job.UnaccountedRowsError, match="1 of 2 bronze rows"):
         job.account(job.read_records(df, SPEC), SPEC)
     named = df.where(f"{job.SOURCE_FILE_COLUMN} IS NOT NULL")
-    files, rows, bad, _spans, changes, _range = job.account(
+    files, rows, bad, _spans, changes, _range, _times = job.account(
         job.read_records(named, SPEC), SPEC)
     assert (files, rows, bad, changes) == (["s3://b/a.csv"], 1, 0, 0)
 
@@ -274,6 +274,24 @@ def test_accounting_counts_the_valid_records_that_are_not_inserts(spark) -> None
     df = spark.createDataFrame(rows, ", ".join(f"`{c}` string" for c in columns))
     accounted = job.account(job.read_records(df, SPEC), SPEC)
     assert (accounted.rows, accounted.quarantined, accounted.changes) == (5, 2, 2)
+
+
+def test_accounting_keeps_the_commit_times_of_valid_cdc_inserts_only(spark) -> None:
+    """The latencies of a batch appended without classification: each valid insert of a
+    CDC file, by its commit time; not a full load's rows, a U or D, nor a bad record."""
+    columns = [*BRONZE_COLUMNS, job.SOURCE_FILE_COLUMN]
+
+    def row(op: str, ts: str, key: str, file: str) -> tuple:
+        return (op, ts, key, None, None, None, None, None, None, SEQ, file)
+
+    cdc, load = "s3://b/t/20260101-000000000.csv", "s3://b/t/LOAD00000001.csv"
+    rows = [row("I", "2026-01-01 00:00:01.5", "1", cdc), row("I", "2026-01-01 00:00:02", "2", cdc),
+            row("U", "2026-01-01 00:00:03", "1", cdc), row("I", "2026-01-01 00:00:04", "x", cdc),
+            row("I", "2026-01-01 00:00:05", "3", load)]
+    df = spark.createDataFrame(rows, ", ".join(f"`{c}` string" for c in columns))
+    accounted = job.account(job.read_records(df, SPEC), SPEC)
+    epoch = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
+    assert sorted(accounted.insert_times) == [epoch + 1.5, epoch + 2]
 
 
 def test_the_key_range_spans_the_valid_keys_and_the_before_images_only(spark) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -168,7 +169,7 @@ FILE_NAME = st.text(st.sampled_from("LOADabc0123-./_"), max_size=20)
 def test_a_full_load_file_is_told_by_its_own_name_only(folders: list[str], name: str) -> None:
     path = "/".join(["s3://bronze", *folders, name])
     base = path.rsplit("/", 1)[-1]
-    assert job.is_full_load_file(path) == base.startswith("LOAD")
+    assert (re.search(job.FULL_LOAD_FILE, path) is not None) == base.startswith("LOAD")
 
 
 def accounting(files: list[str], changes: int = 0, quarantined: int = 0) -> object:
@@ -176,17 +177,16 @@ def accounting(files: list[str], changes: int = 0, quarantined: int = 0) -> obje
                           changes=changes)
 
 
-def test_only_full_load_files_of_inserts_skip_the_classification() -> None:
+def test_only_batches_of_inserts_skip_the_classification() -> None:
     load = ["s3://b/dms/public/hosts/LOAD00000001.csv", "s3://b/dms/public/hosts/LOAD0002.csv"]
     cdc = "s3://b/dms/public/hosts/20260105-090140000.csv"
-    assert job.only_inserts_of_a_full_load(accounting(load))
-    assert not job.only_inserts_of_a_full_load(accounting(load, changes=1))  # a U or a D
-    assert not job.only_inserts_of_a_full_load(accounting([*load, cdc]))
-    assert not job.only_inserts_of_a_full_load(accounting([]))
+    assert job.only_inserts(accounting(load))
+    assert job.only_inserts(accounting([*load, cdc]))  # CDC files of INSERTs only too
+    assert not job.only_inserts(accounting(load, changes=1))  # a U or a D
+    assert not job.only_inserts(accounting([cdc], changes=1))
+    assert not job.only_inserts(accounting([]))
     # every record quarantined: nothing to append, the usual path counts nothing
-    assert not job.only_inserts_of_a_full_load(accounting(load, quarantined=len(load)))
-    # a folder named like a full-load file does not make its CDC files full-load ones
-    assert not job.only_inserts_of_a_full_load(accounting(["s3://b/LOAD1/20260105.csv"]))
+    assert not job.only_inserts(accounting(load, quarantined=len(load)))
 
 
 def test_a_key_range_bounds_silver_only_for_ranged_key_types() -> None:
