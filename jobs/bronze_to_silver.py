@@ -267,6 +267,11 @@ def bronze_records(bronze_df, spec: dict, file_column: str = SOURCE_FILE_COLUMN)
     return numbered(records, account(records, spec).spans, spec)
 
 
+def full_load_file_sql(column: str) -> str:
+    """SQL: the file named in `column` is one of a full load's (FULL_LOAD_FILE)."""
+    return f"(regexp_extract({q(column)}, {sql_text(FULL_LOAD_FILE)}, 0) <> '')"
+
+
 def read_records(bronze_df, spec: dict, file_column: str = SOURCE_FILE_COLUMN):
     """Glue's rows as records not yet numbered: FILE, ORDER (the read order), LINE,
     REASON, RAW, FILL (the change sequence is the record number's), the bronze columns.
@@ -280,7 +285,7 @@ def read_records(bronze_df, spec: dict, file_column: str = SOURCE_FILE_COLUMN):
 
     names = [c["name"] for c in spec["bronze_columns"]]
     seq = role_column(spec, ROLE_CHANGE_SEQ)
-    is_load = f"regexp_extract({q(file_column)}, {sql_text(FULL_LOAD_FILE)}, 0) <> ''"
+    is_load = full_load_file_sql(file_column)
     raw = "to_json(array(" + ", ".join(f"CAST({q(c)} AS STRING)" for c in names) + "))"
     return (
         bronze_df.select("*", F.monotonically_increasing_id().alias(ORDER),
@@ -593,8 +598,8 @@ def insert_times_sql(spec: dict) -> str:
     if ts is None:
         return "CAST(array() AS ARRAY<DOUBLE>)"
     text = spec.get("bronze_format", "csv") == "csv"
-    cdc = f"regexp_extract({q(FILE)}, {sql_text(FULL_LOAD_FILE)}, 0) = ''"
-    insert = f"{q(REASON)} IS NULL AND {q(role_column(spec, ROLE_OP))} = 'I' AND {cdc}"
+    insert = (f"{q(REASON)} IS NULL AND {q(role_column(spec, ROLE_OP))} = 'I' "
+              f"AND NOT {full_load_file_sql(FILE)}")
     stamp = f"CAST({castable(ts['name'], ts['type'], text)} AS {ts['type']})"
     return f"collect_list(IF({insert}, unix_micros({stamp}) / 1e6, NULL))"
 
