@@ -165,16 +165,16 @@ def test_records_are_numbered_in_their_file_across_partitions(spark, glue, tmp_p
 
 
 # --- the validation rules against a Python oracle -------------------------------------
+def parses(fn, value: str) -> bool:
+    try:
+        fn(value)
+    except ValueError:
+        return False
+    return True
+
+
 def oracle(row: dict) -> str | None:
     """The rules as written in the job's docstring, in plain Python."""
-    def parses(fn, value: str) -> bool:
-        try:
-            fn(value)
-        except ValueError:
-            return False
-        return True
-
-    import re
 
     if row["op"] not in job.OPS:
         return "bad Op"
@@ -434,7 +434,7 @@ def test_object_names_and_values_reach_the_records_unchanged(spark, files, as_ca
                    "change_seq": None if load else SEQ}
             data.append(tuple({**row, job.SOURCE_FILE_COLUMN: file}[c] for c in columns))
             good = since is None or (re.fullmatch(r"\d{4}-\d{2}-\d{2}", since, re.ASCII)
-                                     and parses_date(since))
+                                     and parses(date.fromisoformat, since))
             want.append((file, i + 2,
                          job.FULL_LOAD_LSN + f"{i + 2:015d}" if load else SEQ,
                          None if good else f"unparseable since '{since}'",
@@ -445,11 +445,3 @@ def test_object_names_and_values_reach_the_records_unchanged(spark, files, as_ca
         got = job.bronze_records(df, SPEC).collect()
     assert sorted(((r[job.FILE], r[job.RECORD], r["change_seq"], r[job.REASON],
                     json.loads(r[job.RAW])) for r in got), key=repr) == sorted(want, key=repr)
-
-
-def parses_date(value: str) -> bool:
-    try:
-        date.fromisoformat(value)
-    except ValueError:
-        return False
-    return True
