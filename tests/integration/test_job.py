@@ -229,6 +229,7 @@ class JobLab:
     endpoint: str
     tables: Tables
     s3: object
+    state: Path
 
     def upload(self, name: str, body: str) -> None:
         self.s3.put_object(Bucket=self.p.lake.bronze_bucket,
@@ -236,6 +237,9 @@ class JobLab:
 
     def run(self, arguments: dict[str, str] | None = None) -> dict:
         return run_job(self.glue, self.endpoint, self.p.glue_job.name, arguments=arguments)
+
+    def run_log(self, metrics: dict) -> str:
+        return (self.state / "logs" / "glue-runs" / f"{metrics['run_id']}.log").read_text()
 
 
 @contextmanager
@@ -254,7 +258,7 @@ def job_lab(iceberg_rest: dict, tmp_path: Path) -> Iterator[JobLab]:
                           region_name=settings.DEFAULT_REGION, **keys)
         publish(ctx.env, p, [hosts_spec(p)])  # bronze table and the job's --tables_config
         register_job(glue, p)
-        yield JobLab(p, glue, endpoint, Tables(glue, endpoint, tmp_path), s3)
+        yield JobLab(p, glue, endpoint, Tables(glue, endpoint, tmp_path), s3, ctx.state_dir)
     finally:
         glue_service.stop()
 
@@ -376,4 +380,19 @@ def test_a_full_load_is_appended_where_silver_holds_none_of_its_keys(
         assert "merge into silver" in m7["phase_seconds"]
         assert (m7["inserted"], m7["skipped"]) == (0, 1)
         silver, tombs = apply_batch(silver, tombs, new_hosts[:1])
+        assert tables.read()[:2] == (silver, tombs)
+
+        # keys past every data file's bounds are told by the bounds alone; a key between
+        # two keys of one file (its bounds meet it, its rows do not) by a scan
+        apart = [ch("I", 40, 500, 1, "forty"), ch("I", 50, 500, 2, "fifty")]
+        between = [ch("I", 45, 600, 1, "forty-five")]
+        by_bounds = f"{hosts_spec(lab.p)['silver_table']}: no data file's key bounds meet"
+        for name, batch in (("20260105-090642000.csv", apart),
+                            ("20260105-090643000.csv", between)):
+            upload(name, dms_csv(batch))
+            m = lab.run()
+            assert "merge into silver" not in m["phase_seconds"]
+            assert (m["inserted"], m["updated"], m["skipped"]) == (len(batch), 0, 0)
+            silver, tombs = apply_batch(silver, tombs, batch)
+            assert (by_bounds in lab.run_log(m)) == (batch is apart)
         assert tables.read()[:2] == (silver, tombs)
