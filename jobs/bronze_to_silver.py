@@ -763,15 +763,15 @@ def run(spark, bronze_df, spec: dict, run_id: str,
     )
     cleaned = (with_old_key_deletes(cleaned, spec) if before
                else cleaned.withColumn(OLD_KEY, F.lit(False)))
-    latest = (
-        cleaned.withColumn(RANK, F.row_number().over(
+    if metrics["rows_read"] - metrics["quarantined"] == 1:
+        latest = cleaned  # one record (and its old key's delete: another key), no rank
+    else:
+        latest = cleaned.withColumn(RANK, F.row_number().over(
             # one sequence is one row: an old key's D never ties with a change of its
             # own, but if a file repeats a sequence, the row's own change wins
             Window.partitionBy(*[F.col(q(k)) for k in keys]).orderBy(
-                F.col(q(seq)).desc(), F.col(OLD_KEY).asc())))
-        .where(F.col(RANK) == 1).drop(RANK, *[f"{BEFORE}{i}" for i in range(len(keys))
-                                              if before])
-    )
+                F.col(q(seq)).desc(), F.col(OLD_KEY).asc()))).where(F.col(RANK) == 1)
+    latest = latest.drop(RANK, *[f"{BEFORE}{i}" for i in range(len(keys)) if before])
     latest.createOrReplaceTempView(f"{view}_latest")
     if only_inserts(accounted) and all(
             holds_no_key_within(spark, t, spec, accounted.key_range)

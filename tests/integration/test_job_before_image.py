@@ -152,6 +152,15 @@ def test_a_primary_key_update_leaves_the_old_key_unless_the_before_image_is_read
             assert set(got_silver) - SOURCE_KEYS == {3, 4, 20, 21}
             assert not result.equal and result.orphan_keys == [3, 4, 20, 21]
             assert result.missing_in_silver == 0
+
+        # run 5: a batch of one record, a move (with the rule: the old key's delete too)
+        move = moved(40, 41, 500, 1, "host 4")
+        cdc_5 = [move if before_image else dataclasses.replace(move, before_id=None)]
+        upload("20260105-090600000.csv", cdc_5)
+        m5 = run_job(glue, endpoint, job)
+        assert (m5["inserted"], m5["deleted"]) == (1, 1 if before_image else 0)
+        silver, tombs = apply_batch(silver, tombs, cdc_5)
+        assert tables.read()[:2] == (silver, tombs)
     finally:
         glue_service.stop()
 
