@@ -621,7 +621,7 @@ def never_written(spark, table: str) -> bool:
 PLANNED_KEY_TYPES = ("smallint", "int", "bigint", "date")
 
 
-def key_bounds_meet(spark, table: str, spec: dict, key_range: tuple) -> bool:
+def key_bounds_meet(spark, table: str, spec: dict, key_range: tuple[int, int]) -> bool:
     """Whether a data file of the table's current snapshot has first-key bounds (lower and
     upper, in its manifest) that meet the batch's key range: Iceberg's scan planning, no
     Spark job. True when that cannot be told here (another key type, or no Iceberg Java
@@ -629,6 +629,7 @@ def key_bounds_meet(spark, table: str, spec: dict, key_range: tuple) -> bool:
     key = first_key_column(spec)
     if key["type"] not in PLANNED_KEY_TYPES:
         return True
+    lo, hi = (int(v) for v in key_range)  # a date's form is its days, as Iceberg's
     try:
         jvm = spark._jvm
         loaded = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
@@ -636,15 +637,14 @@ def key_bounds_meet(spark, table: str, spec: dict, key_range: tuple) -> bool:
         if loaded.currentSnapshot() is None:
             return False
         exprs = jvm.org.apache.iceberg.expressions.Expressions
-        lo, hi = (int(v) for v in key_range)  # a date's form is its days, as Iceberg's
         within = getattr(exprs, "and")(exprs.greaterThanOrEqual(key["name"], lo),
                                        exprs.lessThanOrEqual(key["name"], hi))
         tasks = loaded.newScan().caseSensitive(False).filter(within).planFiles()
         try:
-            meet = bool(tasks.iterator().hasNext())
+            meet = tasks.iterator().hasNext()
         finally:
             tasks.close()
-    except Exception as exc:  # the scan answers exactly
+    except Exception as exc:  # the caller's scan answers exactly
         log(f"{table}: key bounds not planned ({type(exc).__name__}: {exc}); scanning")
         return True
     if not meet:
@@ -764,14 +764,15 @@ def run(spark, bronze_df, spec: dict, run_id: str,
     cleaned = (with_old_key_deletes(cleaned, spec) if before
                else cleaned.withColumn(OLD_KEY, F.lit(False)))
     if metrics["rows_read"] - metrics["quarantined"] == 1:
-        latest = cleaned  # one record (and its old key's delete: another key), no rank
+        # one valid record: its old key's D (if any) is another key, so each key has one row
+        latest = cleaned
     else:
         latest = cleaned.withColumn(RANK, F.row_number().over(
             # one sequence is one row: an old key's D never ties with a change of its
             # own, but if a file repeats a sequence, the row's own change wins
             Window.partitionBy(*[F.col(q(k)) for k in keys]).orderBy(
-                F.col(q(seq)).desc(), F.col(OLD_KEY).asc()))).where(F.col(RANK) == 1)
-    latest = latest.drop(RANK, *[f"{BEFORE}{i}" for i in range(len(keys)) if before])
+                F.col(q(seq)).desc(), F.col(OLD_KEY).asc()))).where(F.col(RANK) == 1).drop(RANK)
+    latest = latest.drop(*[f"{BEFORE}{i}" for i in range(len(keys)) if before])
     latest.createOrReplaceTempView(f"{view}_latest")
     if only_inserts(accounted) and all(
             holds_no_key_within(spark, t, spec, accounted.key_range)

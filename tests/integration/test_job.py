@@ -239,7 +239,7 @@ class JobLab:
         return run_job(self.glue, self.endpoint, self.p.glue_job.name, arguments=arguments)
 
     def run_log(self, metrics: dict) -> str:
-        return (self.state / "logs" / "glue-runs" / f"{metrics['run_id']}.log").read_text()
+        return (settings.glue_run_logs(self.state) / f"{metrics['run_id']}.log").read_text()
 
 
 @contextmanager
@@ -383,14 +383,16 @@ def test_a_full_load_is_appended_where_silver_holds_none_of_its_keys(
         assert tables.read()[:2] == (silver, tombs)
 
         # keys past every data file's bounds are told by the bounds alone; a key between
-        # two keys of one file (its bounds meet it, its rows do not) by a scan
+        # two keys of one file (its bounds meet it, its rows do not) by a scan. Silver is
+        # compacted after the first into one file, whatever files the append wrote.
         apart = [ch("I", 40, 500, 1, "forty"), ch("I", 50, 500, 2, "fifty")]
         between = [ch("I", 45, 600, 1, "forty-five")]
         by_bounds = f"{hosts_spec(lab.p)['silver_table']}: no data file's key bounds meet"
-        for name, batch in (("20260105-090642000.csv", apart),
-                            ("20260105-090643000.csv", between)):
+        for name, batch, arguments in (
+                ("20260105-090642000.csv", apart, {"--compact_after_files": "1"}),
+                ("20260105-090643000.csv", between, {})):
             upload(name, dms_csv(batch))
-            m = lab.run()
+            m = lab.run(arguments)
             assert "merge into silver" not in m["phase_seconds"]
             assert (m["inserted"], m["updated"], m["skipped"]) == (len(batch), 0, 0)
             silver, tombs = apply_batch(silver, tombs, batch)

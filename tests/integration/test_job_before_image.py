@@ -159,6 +159,7 @@ def test_a_primary_key_update_leaves_the_old_key_unless_the_before_image_is_read
         upload("20260105-090600000.csv", cdc_5)
         m5 = run_job(glue, endpoint, job)
         assert (m5["inserted"], m5["deleted"]) == (1, 1 if before_image else 0)
+        assert m5["old_keys_deleted"] == (1 if before_image else 0)
         silver, tombs = apply_batch(silver, tombs, cdc_5)
         assert tables.read()[:2] == (silver, tombs)
     finally:
