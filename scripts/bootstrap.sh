@@ -67,6 +67,11 @@ if [[ ! -f "$GLUE50_VENV/.cdclab-lock-$glue50_hash" ]]; then
   touch "$GLUE50_VENV/.cdclab-lock-$glue50_hash"
 fi
 
+# uv keeps each revision of a source distribution it downloads again, built (pyspark's is
+# ~1 GiB); behind an index whose answers cannot be revalidated every install adds one.
+# Only what the cache still points at is kept.
+UV_CACHE_DIR="$CACHE/uv" "$VENV/bin/uv" cache prune -q
+
 # --- JVM jars by Maven coordinates ------------------------------------------------
 JARS="$CACHE/jars"
 mkdir -p "$JARS"
