@@ -103,7 +103,9 @@ def run(args: argparse.Namespace, state: Path) -> None:
             "big_row": {"mb": args.row_mb, "stored_seconds": round(big_row_s, 2),
                         "lob_max_size_kb": p.dms.lob_max_size_kb},
             "bronze_files": files,
-            "cdc_min_file_size_kb": p.dms.cdc_min_file_size_kb or settings.LAB_BATCH_SIZE_KB,
+            "cdc_min_file_size_kb": float(os.environ.get(
+                settings.ENV_BATCH_SIZE_KB,
+                p.dms.cdc_min_file_size_kb or settings.LAB_BATCH_SIZE_KB)),
             "emitter_peak_rss_mb": {"after_start": after_start, "after_transaction": after_txn,
                                     "after_big_row": after_row},
             "target_mb": TARGET_MB,

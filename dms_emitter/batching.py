@@ -11,8 +11,10 @@ batch size, not the transaction's. (Rows arrive only for committed transactions,
 pgoutput protocol 1, so writing part of one is safe.) With `quiet_s` (the lab's own cut,
 never DMS's) a batch is also due once no row has come for that long, between
 transactions: an idle source's change is written at once instead of after the whole
-interval, while a steady stream still fills its batch, and a big transaction whose rows
-come with pauses (the server decoding it from disk) is not cut into a file per pause.
+interval, while a steady stream still fills its batch. The lab's short interval also
+waits while a transaction is read: its rows go into one file up to the size, as DMS's
+60 s interval gives a big transaction, not one file per second of its decoding (or per
+pause while the server decodes it from disk).
 
 The slot may be confirmed up to `safe_lsn()`: each batch remembers the end of the last
 transaction complete before its first row arrived, and nothing after the oldest such
@@ -23,6 +25,7 @@ date folder: a schema change or a new commit date starts a new file.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 
@@ -141,8 +144,10 @@ class Batcher:
 
     def _due_at(self, batch: Batch) -> float:
         at = batch.opened_at + self.interval_s
-        if self.quiet_s <= 0 or self.mid_transaction:
+        if self.quiet_s <= 0:
             return at
+        if self.mid_transaction:  # the lab's rule: a transaction's rows, up to the size
+            return math.inf
         return min(at, batch.last_at + self.quiet_s)
 
     def size_reached(self) -> bool:

@@ -6,6 +6,7 @@ changes is stored (put returned). A crash replays from the slot, never skips.
 
 from __future__ import annotations
 
+import ctypes
 import gzip
 import io
 import json
@@ -13,7 +14,7 @@ import os
 import signal
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,7 +25,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from dms_emitter import pgoutput as pg
 from dms_emitter import replication as repl
-from dms_emitter.batching import Batcher, Segment
+from dms_emitter.batching import Batch, Batcher, Segment
 from dms_emitter.change_seq import LAYOUT_DMS, LAYOUT_LSN, full_load_seq
 from dms_emitter.changes import ChangeBuilder, TableSpec, lob_truncated
 from dms_emitter.date_partition import DatePartitioning, PartitionError, join
@@ -64,6 +65,14 @@ MIGRATION_TYPES = ("full-load-and-cdc", "full-load", "cdc")
 STATUS_INTERVAL_S = 10.0  # standby status even when idle (wal_sender_timeout is 60s)
 STATUS_SAVE_S = 1.0  # the confirmed position goes to the state file at most this often
 SCHEMA_CHANGES_KEPT = 20  # newest schema changes kept in the state file (cdclab status)
+RELEASE_AFTER_BYTES = 8 * 2**20  # a batch this big leaves freed heap behind it
+
+
+def release_freed_heap() -> None:
+    """glibc keeps the heap a big batch's lines and file body freed, and the next big
+    value would add to it; malloc_trim hands it back. Elsewhere (no glibc) a no-op."""
+    with suppress(OSError, AttributeError):
+        ctypes.CDLL(None).malloc_trim(0)
 
 
 def quiet_cut_seconds(p: settings.PipelineSettings, env: Mapping[str, str]) -> float:
@@ -657,6 +666,14 @@ class Emitter:
         whose batch is due at `now` (all of them when None: a flush).
         `last_change`: per folder, the commit LSN and time of its newest row (status)."""
         batch = batcher.take(now)
+        size = batch.size
+        self._store_batch(batch, last_change)
+        del batch
+        if size >= RELEASE_AFTER_BYTES:
+            release_freed_heap()
+
+    def _store_batch(self, batch: Batch,
+                     last_change: dict[str, tuple[int, int]] | None) -> None:
         for segment in batch.files():
             sink = self.sink.child(join(segment.folder, segment.partition))
             fmt = self.cfg.fmt

@@ -94,7 +94,8 @@ LOCAL_ACCOUNT = "000000000000"  # the account id of the local Glue API's ARNs
 
 DEFAULT_REGION = "us-east-1"
 LAB_BATCH_INTERVAL_S = 1  # CDC files in a second, not DMS's 60 s ...
-LAB_BATCH_SIZE_KB = 4096  # ... or 32000 KB (64 KB cut a 100k-row transaction in ~290 files)
+LAB_BATCH_SIZE_KB = 32000  # ... at DMS's own CdcMinFileSize: a 100k-row transaction's
+# ~18 MB in one file, as DMS writes it, not in five files merged by two runs
 # ... and, unlike DMS, a file as soon as no change has come for this long (an idle
 # source's change is not held for the whole interval); off once an interval is set
 LAB_BATCH_QUIET_S = 0.1

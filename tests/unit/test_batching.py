@@ -1,7 +1,10 @@
 """The batcher: every row once, in order, in files of one table and header, due on
-interval or size (also inside a transaction, like DMS's files)."""
+interval or size (also inside a transaction, like DMS's files; the lab's cuts wait for a
+transaction's end, up to the size)."""
 
 from __future__ import annotations
+
+import math
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -64,18 +67,27 @@ def test_a_quiet_batch_is_cut_before_its_interval_a_busy_one_is_not() -> None:
     assert Batcher(1.0, 10**9).seconds_until_due(0) is None  # off by default
 
 
-def test_a_transaction_read_with_pauses_is_not_cut_by_the_quiet_rule() -> None:
-    """Pauses inside one transaction's rows (a big one decoded from disk by the server)
-    do not cut it; once it is complete, the quiet cut applies again."""
+def test_the_lab_cuts_a_transaction_being_read_by_size_alone() -> None:
+    """With the lab's cuts, neither a pause inside one transaction's rows (a big one
+    decoded from disk by the server) nor the short interval cuts it: one file, as DMS's
+    60 s interval gives it, unless it reaches the size. Once it is complete, the quiet
+    cut applies again; DMS's rule alone (no quiet cut) still cuts it on the interval."""
     b = Batcher(1.0, 10**9, quiet_s=0.125)
     b.mid_transaction = True
-    for i in range(3):  # a row every 0.25 s: each pause longer than the quiet cut
+    for i in range(12):  # a row every 0.25 s for 3 s: pauses longer than the quiet cut
         b.add_row("a/t", ("x",), f"{i}\n", 10.0 + i / 4)
         assert not b.ready(10.0 + i / 4 + 0.2)
-    assert b.seconds_until_due(10.5) == 0.5  # the interval alone
+    assert b.seconds_until_due(13.0) == math.inf
     b.mid_transaction = False
-    assert b.seconds_until_due(10.5) == 0.125 and b.ready(10.625)
-    assert len(b.take(10.625).files()[0].lines) == 3
+    assert b.ready(13.0) and len(b.take(13.0).files()[0].lines) == 12
+    sized = Batcher(1.0, 8, quiet_s=0.125)
+    sized.mid_transaction = True
+    sized.add_row("a/t", ("x",), "1234567\n", 10.0)
+    assert sized.ready(10.0)  # the size still bounds memory inside a transaction
+    dms = Batcher(1.0, 10**9)
+    dms.mid_transaction = True
+    dms.add_row("a/t", ("x",), "a\n", 10.0)
+    assert dms.seconds_until_due(10.5) == 0.5 and dms.ready(11.0)
 
 
 def test_each_table_is_cut_on_its_own_interval() -> None:

@@ -364,7 +364,7 @@ def test_parquet_and_date_partitions_are_sent_as_the_emitter_applies_them():
 
 
 def test_file_sizes_and_batches_the_lab_chooses_are_sent_only_when_set():
-    """Unset, the lab cuts LOAD files at 32 MB and CDC files after 1 s or 4 MB, and DMS
+    """Unset, the lab cuts LOAD files at 32 MB and CDC files after 1 s or 32000 KB, and DMS
     keeps its own defaults (MaxFileSize 1 GB, 60 s, 32000 KB); set, DMS gets the value."""
     from dataclasses import replace
 
