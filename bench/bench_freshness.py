@@ -284,9 +284,10 @@ def run_phase(name: str, env: Mapping[str, str], p: PipelineSettings, state: Pat
 
 
 def big_transaction(dsn: str, p: PipelineSettings, load: Callable[[], object], key: str,
-                    rows: int, settle: float) -> dict:
+                    rows: int, settle: float, count_runs: Callable[[], int]) -> dict:
     """One INSERT transaction of `rows` rows (COPY), then one UPDATE of all of them:
-    source COMMIT -> every row visible in silver (after the UPDATE: with its new name)."""
+    source COMMIT -> every row visible in silver (after the UPDATE: with its new name),
+    and how many Glue runs were requested meanwhile (`count_runs`: all of the job's)."""
     import psycopg
     from psycopg import sql
 
@@ -297,9 +298,11 @@ def big_transaction(dsn: str, p: PipelineSettings, load: Callable[[], object], k
     out = {"rows": rows}
     say(f"big transaction: one INSERT of {rows} rows")
     with psycopg.connect(dsn) as conn:
+        runs = count_runs()
         insert_hosts(conn, p, hosts(rows, seed=3, start_id=lo))
         conn.commit()
         out["insert"] = wait_for_rows(load, key, lo, hi, rows, None, time.time(), settle)
+        out["insert"]["glue_runs"], runs = count_runs() - runs, count_runs()
         say(f"big transaction: insert visible in {out['insert']['seconds']}s; one UPDATE "
             f"of {rows} rows")
         conn.execute(sql.SQL("UPDATE {} SET name = %s WHERE {} BETWEEN %s AND %s").format(
@@ -307,6 +310,7 @@ def big_transaction(dsn: str, p: PipelineSettings, load: Callable[[], object], k
         conn.commit()
         out["update"] = wait_for_rows(load, key, lo, hi, rows, BIG_UPDATED_NAME, time.time(),
                                       settle)
+        out["update"]["glue_runs"] = count_runs() - runs
     return out
 
 
@@ -469,7 +473,8 @@ def run(args: argparse.Namespace, state: Path) -> tuple[int, dict]:
         result["idle_memory"] = rested_memory(stack, args.rest)
         if args.big_transaction:
             result["big_transaction"] = big_transaction(
-                dsn, p, load_silver, spec["keys"][0], args.big_transaction, args.settle * 5)
+                dsn, p, load_silver, spec["keys"][0], args.big_transaction, args.settle * 5,
+                lambda: len(glue_runs(env, p.glue_job.name)))
         if args.rate:
             # the load goes on while the last probes travel (about 15 s under load)
             duration = args.warmup + args.probes * args.interval + 15
