@@ -225,6 +225,9 @@ def test_the_emitter_s_own_bucket_read_as_a_user_s_bucket(stack, tmp_path: Path)
          "--profile", "lab", "--endpoint-url", env[settings.ENV_S3_ENDPOINT],
          "--source-dsn-env", "CDCLAB_TEST_SOURCE_DSN",
          "--change-seq-column", p.dms.change_seq_column,
+         # test_hostile_world's objects may nest a DMS-named file in a folder below the
+         # table's, which reads as a table of its own that the source lacks
+         "--tables", f"{p.source.schema}.{p.source.table}",
          "--endpoint-settings", write(tmp_path / "e.json", json.dumps(endpoint)), "--json"],
         env={**stack.cli_env, **variables}, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
