@@ -284,10 +284,11 @@ def run_phase(name: str, env: Mapping[str, str], p: PipelineSettings, state: Pat
 
 
 def big_transaction(dsn: str, p: PipelineSettings, load: Callable[[], object], key: str,
-                    rows: int, settle: float, count_runs: Callable[[], int]) -> dict:
+                    rows: int, settle: float, job_runs: Callable[[], list[dict]]) -> dict:
     """One INSERT transaction of `rows` rows (COPY), then one UPDATE of all of them:
     source COMMIT -> every row visible in silver (after the UPDATE: with its new name),
-    and how many Glue runs were requested meanwhile (`count_runs`: all of the job's)."""
+    and the Glue runs requested meanwhile (`job_runs`: all of the job's): when the first
+    was requested after the COMMIT (the emitter's file, its notice), and their phases."""
     import psycopg
     from psycopg import sql
 
@@ -298,19 +299,33 @@ def big_transaction(dsn: str, p: PipelineSettings, load: Callable[[], object], k
     out = {"rows": rows}
     say(f"big transaction: one INSERT of {rows} rows")
     with psycopg.connect(dsn) as conn:
-        runs = count_runs()
         insert_hosts(conn, p, hosts(rows, seed=3, start_id=lo))
         conn.commit()
-        out["insert"] = wait_for_rows(load, key, lo, hi, rows, None, time.time(), settle)
-        out["insert"]["glue_runs"], runs = count_runs() - runs, count_runs()
+        windows = {"insert": time.time()}
+        out["insert"] = wait_for_rows(load, key, lo, hi, rows, None, windows["insert"], settle)
         say(f"big transaction: insert visible in {out['insert']['seconds']}s; one UPDATE "
             f"of {rows} rows")
         conn.execute(sql.SQL("UPDATE {} SET name = %s WHERE {} BETWEEN %s AND %s").format(
             table, sql.Identifier(key)), (BIG_UPDATED_NAME, lo, hi))
         conn.commit()
-        out["update"] = wait_for_rows(load, key, lo, hi, rows, BIG_UPDATED_NAME, time.time(),
-                                      settle)
-        out["update"]["glue_runs"] = count_runs() - runs
+        windows["update"] = time.time()
+        out["update"] = wait_for_rows(load, key, lo, hi, rows, BIG_UPDATED_NAME,
+                                      windows["update"], settle)
+    deadline = time.time() + settle  # the last run ends after its silver commit
+    while any("CompletedOn" not in r for r in job_runs()) and time.time() < deadline:
+        time.sleep(0.5)
+    runs = job_runs()
+    for kind, committed in windows.items():
+        seconds = out[kind].get("seconds") or settle
+        mine = sorted((r for r in runs if committed <= r["StartedOn"] <= committed + seconds),
+                      key=lambda r: r["StartedOn"])
+        out[kind]["glue_runs"] = len(mine)
+        out[kind]["first_run_requested_after_seconds"] = (
+            round(mine[0]["StartedOn"] - committed, 2) if mine else None)
+        out[kind]["runs"] = [
+            {"requested_to_end_seconds": round(r["CompletedOn"] - r["StartedOn"], 2)
+             if "CompletedOn" in r else None,
+             "phase_seconds": (r.get("Metrics") or {}).get("phase_seconds")} for r in mine]
     return out
 
 
@@ -474,7 +489,7 @@ def run(args: argparse.Namespace, state: Path) -> tuple[int, dict]:
         if args.big_transaction:
             result["big_transaction"] = big_transaction(
                 dsn, p, load_silver, spec["keys"][0], args.big_transaction, args.settle * 5,
-                lambda: len(glue_runs(env, p.glue_job.name)))
+                lambda: glue_runs(env, p.glue_job.name))
         if args.rate:
             # the load goes on while the last probes travel (about 15 s under load)
             duration = args.warmup + args.probes * args.interval + 15
