@@ -69,9 +69,6 @@ PART_SHIFT = 33  # monotonically_increasing_id(): the partition above bit 33
 # tests them in turn); more are a broadcast join (a Spark job of its own: ~0.1 s of a
 # one-file run)
 SPANS_AS_CASE = 16
-# A batch of at most this many files and bytes is parsed once and cached (read_once);
-# compressed files count as this many times their size
-CACHE_INPUT_FILES, CACHE_INPUT_BYTES, COMPRESSION_ALLOWANCE = 16, 64 * 2**20, 8
 
 # Java regexes (rlike) for the text forms DMS writes, by Spark type; try_cast rejects
 # what a pattern lets through (2020-02-30, an INT out of range).
@@ -697,42 +694,10 @@ def _on(keys: list[str], left: str, right: str) -> str:
     return " AND ".join(f"{left}.{q(k)} = {right}.{q(k)}" for k in keys)
 
 
-def read_once(spark, bronze_df, records, cache_bytes: int = CACHE_INPUT_BYTES):
-    """`records` cached when the batch's files are few and together at most `cache_bytes`
-    (a CDC batch): the steps after `account` then read them from memory instead of
-    parsing the files again. A full load's are read twice: caching one cost more than
-    the second read. None when not cached."""
-    files = input_files(bronze_df)
-    if cache_bytes <= 0 or not files or len(files) > CACHE_INPUT_FILES:
-        return None
-    size = file_bytes(spark, files)
-    compressed = any(f.endswith((".gz", ".parquet")) for f in files)
-    if size is None or size * (COMPRESSION_ALLOWANCE if compressed else 1) > cache_bytes:
-        return None
-    return records.cache()
-
-
 def run(spark, bronze_df, spec: dict, run_id: str,
-        compact_after: int = MAX_FILES_BEFORE_COMPACTION,
-        cache_bytes: int = CACHE_INPUT_BYTES) -> dict:
+        compact_after: int = MAX_FILES_BEFORE_COMPACTION) -> dict:
     """Everything after one table's bronze read (`bronze_df` carries SOURCE_FILE_COLUMN,
     Glue's attachFilename); returns the table's metrics."""
-    held = []
-
-    def read_from(records):
-        cached = read_once(spark, bronze_df, records, cache_bytes)
-        held.extend([] if cached is None else [cached])
-        return records if cached is None else cached
-
-    try:
-        return _run(spark, bronze_df, spec, run_id, compact_after, read_from) | {
-            "input_cached": bool(held)}
-    finally:
-        for cached in held:
-            cached.unpersist()  # the runner's session is warm and shared by later runs
-
-
-def _run(spark, bronze_df, spec: dict, run_id: str, compact_after: int, read_from) -> dict:
     from pyspark.sql import functions as F
     from pyspark.sql.window import Window
 
@@ -750,7 +715,7 @@ def _run(spark, bronze_df, spec: dict, run_id: str, compact_after: int, read_fro
                 "latency": [], "phase_seconds": phases.seconds}
     # Not cached: accounting reads only the columns it validates, then the valid rows flow
     # once into the dedup below (caching a big full load cost more than reading it twice).
-    read = read_records(read_from(with_virtual_columns(bronze_df, spec)), spec)
+    read = read_records(with_virtual_columns(bronze_df, spec), spec)
     accounted = account(read, spec)
     parsed = numbered(read, accounted.spans, spec)
     phases.done("read and validate",
@@ -1475,7 +1440,6 @@ def main() -> None:
     args = getResolvedOptions(sys.argv, ["JOB_NAME", "tables_config"])
     run_id = args.get("JOB_RUN_ID") or f"manual-{uuid.uuid4()}"
     compact_after = int(optional_arg("compact_after_files") or MAX_FILES_BEFORE_COMPACTION)
-    cache_bytes = int(optional_arg("cache_input_bytes") or CACHE_INPUT_BYTES)  # 0: never
     bounded_files = int(optional_arg("bounded_files") or DEFAULT_BOUNDED_FILES)
     bounded_size = int(optional_arg("bounded_size") or 0)  # > 0: replaces the file count
     plan = {k: float(optional_arg(k) or v) for k, v in MAINTENANCE_DEFAULTS.items()}
@@ -1517,7 +1481,7 @@ def main() -> None:
             if guard:
                 guard.reading(spec["name"], files)
             try:
-                table_metrics = run(spark, bronze, spec, run_id, compact_after, cache_bytes)
+                table_metrics = run(spark, bronze, spec, run_id, compact_after)
             except Exception as e:
                 if guard:
                     guard.failed(spec["name"], e)
