@@ -32,6 +32,7 @@ from cdclab.sample_data import seed  # noqa: E402
 from cdclab.services.base import StackContext, start_service  # noqa: E402
 from cdclab.services.minio import MinioService, s3_client  # noqa: E402
 from cdclab.services.postgres import PostgresService  # noqa: E402
+from dms_emitter.emitter import batch_size_kb  # noqa: E402
 from dms_emitter.launcher import EmitterService  # noqa: E402
 from pipeline_contract import settings  # noqa: E402
 from tests.resources.stack_dirs import temp_state_dir  # noqa: E402
@@ -103,9 +104,7 @@ def run(args: argparse.Namespace, state: Path) -> None:
             "big_row": {"mb": args.row_mb, "stored_seconds": round(big_row_s, 2),
                         "lob_max_size_kb": p.dms.lob_max_size_kb},
             "bronze_files": files,
-            "cdc_min_file_size_kb": float(os.environ.get(
-                settings.ENV_BATCH_SIZE_KB,
-                p.dms.cdc_min_file_size_kb or settings.LAB_BATCH_SIZE_KB)),
+            "cdc_min_file_size_kb": batch_size_kb(p, os.environ),
             "emitter_peak_rss_mb": {"after_start": after_start, "after_transaction": after_txn,
                                     "after_big_row": after_row},
             "target_mb": TARGET_MB,

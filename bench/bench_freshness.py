@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import freshness_steps as fs  # noqa: E402
 from process_memory import tree_memory  # noqa: E402
 
-from dms_emitter.emitter import quiet_cut_seconds  # noqa: E402
+from dms_emitter.emitter import batch_size_kb, quiet_cut_seconds  # noqa: E402
 from pipeline_contract import settings  # noqa: E402
 from pipeline_contract.settings import PipelineSettings, load_pipeline  # noqa: E402
 
@@ -426,9 +426,7 @@ def pipeline_facts(p: PipelineSettings) -> dict:
     return {"batch_interval_seconds": float(os.environ.get(
                 settings.ENV_BATCH_INTERVAL, p.dms.cdc_max_batch_interval_seconds
                 or settings.LAB_BATCH_INTERVAL_S)),
-            "batch_size_kb": float(os.environ.get(settings.ENV_BATCH_SIZE_KB,
-                                                  p.dms.cdc_min_file_size_kb
-                                                  or settings.LAB_BATCH_SIZE_KB)),
+            "batch_size_kb": batch_size_kb(p, os.environ),
             "batch_quiet_seconds": quiet_cut_seconds(p, os.environ),
             "watch_interval_seconds": float(os.environ.get(settings.ENV_WATCH_INTERVAL,
                                                            settings.LAB_WATCH_INTERVAL_S)),

@@ -75,6 +75,12 @@ def release_freed_heap() -> None:
         ctypes.CDLL(None).malloc_trim(0)
 
 
+def batch_size_kb(p: settings.PipelineSettings, env: Mapping[str, str]) -> float:
+    """The CDC file size (CdcMinFileSize): the env's override, pipeline.toml's, or the lab's."""
+    return float(env.get(settings.ENV_BATCH_SIZE_KB,
+                         p.dms.cdc_min_file_size_kb or settings.LAB_BATCH_SIZE_KB))
+
+
 def quiet_cut_seconds(p: settings.PipelineSettings, env: Mapping[str, str]) -> float:
     """The lab's quiet cut (batching.Batcher): only with the lab's own interval; a DMS
     interval set in pipeline.toml (or the env) is DMS's rule, exactly."""
@@ -140,8 +146,7 @@ class EmitterConfig:
         interval = float(env.get(settings.ENV_BATCH_INTERVAL,
                                  p.dms.cdc_max_batch_interval_seconds
                                  or settings.LAB_BATCH_INTERVAL_S))
-        size_kb = float(env.get(settings.ENV_BATCH_SIZE_KB, p.dms.cdc_min_file_size_kb
-                                or settings.LAB_BATCH_SIZE_KB))
+        size_kb = batch_size_kb(p, env)
         quiet = quiet_cut_seconds(p, env)
         d = p.dms
         render = RenderOptions.from_settings(d)
