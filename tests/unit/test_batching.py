@@ -138,3 +138,33 @@ def test_the_slot_is_never_confirmed_past_a_row_not_yet_stored(txns, interval, s
         assert not waiting or confirmed < min(waiting)
     b.take()
     assert b.safe_lsn() is None  # all stored: the caller confirms seen_end
+
+
+@given(st.lists(st.tuples(st.integers(1, 12), st.floats(0, 2), st.floats(0, 0.5)),
+                min_size=1, max_size=30),
+       st.floats(0.1, 3), st.integers(1, 400), st.sampled_from([0.0, 0.05, 0.5]))
+def test_transactions_read_row_by_row_lose_nothing_and_stay_within_the_size(
+        txns, interval: float, size: int, quiet: float) -> None:
+    """Transactions read a row at a time, as the emitter's loop feeds them (mid_transaction
+    set while one is read): every row once, in order; no file grows past the size by more
+    than its last row; and once the last transaction is complete, time alone cuts it."""
+    b = Batcher(interval, size, quiet)
+    now, sent, files = 0.0, [], []
+    for t, (rows, gap, pause) in enumerate(txns):
+        now += gap
+        for i in range(rows):
+            b.mid_transaction = i < rows - 1
+            line = f"{t}.{i}\n"
+            sent.append(line)
+            b.add_row("a/t", ("x",), line, now)
+            if b.ready(now):
+                files += b.take(now).files()
+            now += pause / rows
+    assert not b.mid_transaction
+    due = b.seconds_until_due(now)
+    assert due is None or due <= interval
+    if b.pending:
+        files += b.take().files()
+    assert [line for f in files for line in f.lines] == sent
+    for f in files:
+        assert sum(len(line) for line in f.lines[:-1]) < size
