@@ -503,6 +503,7 @@ class Accounting(NamedTuple):
     # the commit times (epoch s) of the valid inserts of CDC files: the latencies of a
     # batch appended (append_new_keys) without classifying it
     insert_times: list[float] = []
+    deletes: int = 0  # valid records whose Op is D
 
 
 # Key types ranged, each by a form Spark computes, Python orders as Spark orders the
@@ -567,18 +568,21 @@ def account(records, spec: dict) -> Accounting:
 
     op = F.col(q(role_column(spec, ROLE_OP)))
     change = F.col(REASON).isNull() & ~op.eqNullSafe("I")
+    delete = F.col(REASON).isNull() & op.eqNullSafe("D")
     keys = [f(k) for k in first_key_values(spec) for f in (F.min, F.max)]
-    spans, unnamed, rows, quarantined, changes, bounds, times = [], 0, 0, 0, 0, [], []
-    for file, part, n, bad, changed, lowest, highest, inserted, *key_bounds in records.groupBy(
-            FILE, F.shiftright(ORDER, PART_SHIFT)).agg(
+    spans, unnamed, rows, quarantined, changes, deletes, bounds, times = [], 0, 0, 0, 0, 0, [], []
+    for (file, part, n, bad, changed, deleted, lowest, highest, inserted,
+         *key_bounds) in records.groupBy(FILE, F.shiftright(ORDER, PART_SHIFT)).agg(
             # F.count_if is PySpark 3.5+ only (Glue 4.0 runs Spark 3.3)
             F.count(F.lit(1)), F.count(REASON), F.count(F.when(change, True)),
+            F.count(F.when(delete, True)),
             F.min(ORDER), F.max(ORDER), F.expr(insert_times_sql(spec)), *keys).collect():
         if file is None:
             unnamed += n
             continue
         spans.append((file, part, n, lowest, highest))
         rows, quarantined, changes = rows + n, quarantined + bad, changes + changed
+        deletes += deleted
         bounds += [b for b in key_bounds if b is not None]
         times += inserted
     files = sorted({s[0] for s in spans})
@@ -587,7 +591,7 @@ def account(records, spec: dict) -> Accounting:
             f"{unnamed} of {rows + unnamed} bronze rows have no source file "
             f"(Glue's attachFilename): refusing to commit the job bookmark")
     key_range = (min(bounds), max(bounds)) if bounds else None
-    return Accounting(files, rows, quarantined, spans, changes, key_range, times)
+    return Accounting(files, rows, quarantined, spans, changes, key_range, times, deletes)
 
 
 def insert_times_sql(spec: dict) -> str:
@@ -773,6 +777,8 @@ def run(spark, bronze_df, spec: dict, run_id: str,
             Window.partitionBy(*[F.col(q(k)) for k in keys]).orderBy(
                 F.col(q(seq)).desc(), F.col(OLD_KEY).asc()))).where(F.col(RANK) == 1).drop(RANK)
     latest = latest.drop(*[f"{BEFORE}{i}" for i in range(len(keys)) if before])
+    # the batch holds a D, or a U whose key change makes one (the tombstones take them)
+    may_delete = bool(accounted.deletes or before)
     latest.createOrReplaceTempView(f"{view}_latest")
     if only_inserts(accounted) and all(
             holds_no_key_within(spark, t, spec, accounted.key_range)
@@ -781,13 +787,20 @@ def run(spark, bronze_df, spec: dict, run_id: str,
         counts, old_keys_deleted, latency = append_new_keys(spark, spec, view, phases,
                                                             accounted.insert_times)
     else:
+        if may_delete:
+            # Cached for the classification and the tombstones' MERGE, so the batch is
+            # read once. Not the classification's own cache: that one joins silver, and
+            # the silver MERGE's commit drops it (Spark recaches what read a table written).
+            latest.cache()
         counts, old_keys_deleted, latency = classify_and_merge(spark, spec, view, phases,
                                                                accounted.key_range)
     written = [silver]
-    if counts.get("delete", 0) or counts.get("noop", 0) or counts.get("stale", 0):
+    if may_delete and (counts.get("delete", 0) or counts.get("noop", 0)
+                       or counts.get("stale", 0)):
         merge_tombstones(spark, spec, f"{view}_latest", accounted.key_range)
         phases.done("merge tombstones")
         written.append(tombstones)
+    latest.unpersist()  # the runner's session is warm and shared by later runs
     # only a table written by this run can have gained files
     compacted = [t for t in written if maintain(spark, t, compact_after)]
     if compacted:

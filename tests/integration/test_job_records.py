@@ -137,7 +137,8 @@ def test_records_are_numbered_in_their_file_across_partitions(spark, glue, tmp_p
             format="csv", format_options={"withHeader": True, "multiLine": False,
                                           "attachFilename": job.SOURCE_FILE_COLUMN})
         records = job.read_records(frame.toDF(), SPEC).cache()
-        files, rows, bad, spans, changes, _range, _times = job.account(records, SPEC)
+        a = job.account(records, SPEC)
+        files, rows, bad, spans, changes = a.files, a.rows, a.quarantined, a.spans, a.changes
         ours = job.numbered(records, spans, SPEC).collect()
         assert len(spans) <= job.SPANS_AS_CASE
         with pytest.MonkeyPatch.context() as mp:  # as many spans as a big load has
@@ -251,9 +252,20 @@ def test_rows_without_a_source_file_stop_the_run_before_the_bookmark(spark) -> N
     with pytest.raises(job.UnaccountedRowsError, match="1 of 2 bronze rows"):
         job.account(job.read_records(df, SPEC), SPEC)
     named = df.where(f"{job.SOURCE_FILE_COLUMN} IS NOT NULL")
-    files, rows, bad, _spans, changes, _range, _times = job.account(
-        job.read_records(named, SPEC), SPEC)
-    assert (files, rows, bad, changes) == (["s3://b/a.csv"], 1, 0, 0)
+    a = job.account(job.read_records(named, SPEC), SPEC)
+    assert (a.files, a.rows, a.quarantined, a.changes, a.deletes) == (["s3://b/a.csv"], 1, 0, 0, 0)
+
+
+def test_the_accounting_counts_the_valid_deletes(spark) -> None:
+    """A batch without a valid D needs no tombstone (and its rows no cache for one)."""
+    columns = [*BRONZE_COLUMNS, job.SOURCE_FILE_COLUMN]
+    ts = "2026-01-01 00:00:00"
+    rows = [(op, ts, key, None, None, None, None, None, None, seq, "s3://b/a.csv")
+            for op, key, seq in (("I", "1", SEQ), ("U", "1", SEQ), ("D", "2", SEQ),
+                                 ("D", "x", SEQ), ("D", "3", "not a sequence"))]
+    df = spark.createDataFrame(rows, ", ".join(f"`{c}` string" for c in columns))
+    a = job.account(job.read_records(df, SPEC), SPEC)
+    assert (a.rows, a.quarantined, a.changes, a.deletes) == (5, 2, 2, 1)
 
 
 def test_a_read_of_no_records_is_numbered_as_nothing(spark) -> None:
