@@ -18,14 +18,13 @@ from pipeline_contract import settings
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def clean_env(uv_cache: Path | None = None) -> dict[str, str]:
+def clean_env() -> dict[str, str]:
     """The environment of a user's shell: none of the lab's or this venv's variables, the
-    download cache kept (bootstrap's: nothing is fetched twice) unless `uv_cache` names
-    another (an empty one: a cold install, every package from the configured index)."""
+    download cache kept (bootstrap's: nothing is fetched twice)."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("CDCLAB_", "VIRTUAL_ENV", "PYTHON"))}
     env["CDCLAB_CACHE"] = str(settings.cache_dir())
-    env["UV_CACHE_DIR"] = str(uv_cache or settings.cache_dir() / "uv")
+    env["UV_CACHE_DIR"] = str(settings.cache_dir() / "uv")
     return env
 
 
@@ -51,11 +50,25 @@ def installed_cdclab() -> Iterator[Path]:
 
 def install(uv: str, venv: Path, env: dict[str, str] | None = None) -> None:
     """A fresh virtualenv at `venv` with this checkout as a wheel and its `pytest` extra,
-    pinned by requirements.lock; raises RuntimeError with uv's output when it fails."""
-    for command in ([uv, "venv", "-q", "--python", sys.executable, str(venv)],
-                    [uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"),
-                     "-c", str(ROOT / "requirements.lock"), f"{ROOT}[pytest]"]):
-        done = subprocess.run(command, env=env or clean_env(), capture_output=True,
-                              text=True, timeout=900)
-        if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(command[:3])} failed:\n{done.stderr[-4000:]}")
+    pinned by requirements.lock; raises RuntimeError with uv's output when it fails.
+
+    The same packages a user's install resolves, taken from the cache bootstrap filled
+    when it holds them all (resolving online re-reads every package's index page: ~25 s
+    of a ~27 s install), else from the index. The checkout's wheel is always built anew:
+    uv keys a directory's build by the mtime of its pyproject.toml, setup.py or setup.cfg
+    (docs.astral.sh/uv/concepts/cache), and the code may have changed since."""
+    env = env or clean_env()
+    uv_run([uv, "venv", "-q", "--python", sys.executable, str(venv)], env)
+    sources = [uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"),
+               "--refresh-package", "cdclab", "-c", str(ROOT / "requirements.lock"),
+               f"{ROOT}[pytest]"]
+    try:
+        uv_run([*sources, "--offline"], env)
+    except RuntimeError:
+        uv_run(sources, env)
+
+
+def uv_run(command: list[str], env: dict[str, str]) -> None:
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command[:3])} failed:\n{done.stderr[-4000:]}")
