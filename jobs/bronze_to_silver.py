@@ -567,8 +567,8 @@ def account(records, spec: dict) -> Accounting:
     from pyspark.sql import functions as F
 
     op = F.col(q(role_column(spec, ROLE_OP)))
-    change = F.col(REASON).isNull() & ~op.eqNullSafe("I")
-    delete = F.col(REASON).isNull() & op.eqNullSafe("D")
+    valid = F.col(REASON).isNull()
+    change, delete = valid & ~op.eqNullSafe("I"), valid & op.eqNullSafe("D")
     keys = [f(k) for k in first_key_values(spec) for f in (F.min, F.max)]
     spans, unnamed, rows, quarantined, changes, deletes, bounds, times = [], 0, 0, 0, 0, 0, [], []
     for (file, part, n, bad, changed, deleted, lowest, highest, inserted,
