@@ -78,11 +78,13 @@ def test_case(path: Path, postgres, emit) -> None:
                 if "mappings" in case else None)
     run = emit(table, key=key if isinstance(key, str) else "id", mappings=mappings,
                before_image=case.get("before_image", False),
-               configured=isinstance(key, str), interval_s=3.0, **changes)
-    for transaction in case.get("changes", []):  # all within the 3 s batch interval
-        with psycopg.connect(postgres.dsn) as conn:
+               configured=isinstance(key, str), interval_s=1.0, **changes)
+    # one burst of a few ms on one connection: every transaction within the 1 s interval
+    with psycopg.connect(postgres.dsn) as conn:
+        for transaction in case.get("changes", []):
             for statement in transaction:
                 conn.execute(statement.replace("{name}", table))
+            conn.commit()
     expected = case["files"]
     run.wait(lambda: len(run.names()) >= len(expected), f"{len(expected)} files")
     run.emitter.stop()  # flushes whatever else would come: there must be nothing
