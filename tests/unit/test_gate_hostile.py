@@ -226,8 +226,8 @@ def test_any_bytes_under_any_name_get_a_verdict(key, data, gz, cut, header, quot
         assert verdict.reason and not verdict.reason.startswith("the gate could not check")
 
 
-@settings(max_examples=30, deadline=None)
-@given(size=st.integers(1, 24), fill=st.sampled_from([b"x", b"\0", b"a,", b'"', b"\n", b"\xff",
+@settings(max_examples=20, deadline=None)  # half of them over the 8 MiB bound, traced
+@given(size=st.integers(1, 16), fill=st.sampled_from([b"x", b"\0", b"a,", b'"', b"\n", b"\xff",
                                                      b"\xe2\x82", b'"a"",']),
        gz=st.booleans(), cut=st.one_of(st.none(), st.integers(1, 10**6)))
 def test_large_hostile_objects_stay_in_bounded_memory(size, fill, gz, cut) -> None:
