@@ -18,13 +18,14 @@ from pipeline_contract import settings
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def clean_env() -> dict[str, str]:
+def clean_env(uv_cache: Path | None = None) -> dict[str, str]:
     """The environment of a user's shell: none of the lab's or this venv's variables, the
-    download cache kept (bootstrap's: nothing is fetched twice)."""
+    download cache kept (bootstrap's: nothing is fetched twice) unless `uv_cache` names
+    another (an empty one: a cold install, every package from the configured index)."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("CDCLAB_", "VIRTUAL_ENV", "PYTHON"))}
     env["CDCLAB_CACHE"] = str(settings.cache_dir())
-    env["UV_CACHE_DIR"] = str(settings.cache_dir() / "uv")
+    env["UV_CACHE_DIR"] = str(uv_cache or settings.cache_dir() / "uv")
     return env
 
 
@@ -44,28 +45,32 @@ def installed_cdclab() -> Iterator[Path]:
         pytest.skip("uv not found (scripts/bootstrap.sh installs it into .venv)")
     with temp_state_dir("installed") as folder:
         venv = folder / "venv"
-        install(uv, venv)
+        install(uv, venv, cached_first=True)
         yield venv
 
 
-def install(uv: str, venv: Path, env: dict[str, str] | None = None) -> None:
+def install(uv: str, venv: Path, env: dict[str, str] | None = None,
+            cached_first: bool = False) -> None:
     """A fresh virtualenv at `venv` with this checkout as a wheel and its `pytest` extra,
-    pinned by requirements.lock; raises RuntimeError with uv's output when it fails.
+    pinned by requirements.lock, resolved online as a user's install is; raises
+    RuntimeError with uv's output when it fails. The checkout's wheel is always built
+    anew: uv keys a directory's build by the mtime of its pyproject.toml, setup.py or
+    setup.cfg (docs.astral.sh/uv/concepts/cache), and the code may have changed since.
 
-    The same packages a user's install resolves, taken from the cache bootstrap filled
-    when it holds them all (resolving online re-reads every package's index page: ~25 s
-    of a ~27 s install), else from the index. The checkout's wheel is always built anew:
-    uv keys a directory's build by the mtime of its pyproject.toml, setup.py or setup.cfg
-    (docs.astral.sh/uv/concepts/cache), and the code may have changed since."""
+    `cached_first`: the same packages from the cache when it holds them all, else online
+    (resolving online re-reads every package's index page: ~25 s of a ~27 s install)."""
     env = env or clean_env()
     uv_run([uv, "venv", "-q", "--python", sys.executable, str(venv)], env)
     sources = [uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"),
                "--refresh-package", "cdclab", "-c", str(ROOT / "requirements.lock"),
                f"{ROOT}[pytest]"]
-    try:
-        uv_run([*sources, "--offline"], env)
-    except RuntimeError:
-        uv_run(sources, env)
+    if cached_first:
+        try:
+            uv_run([*sources, "--offline"], env)
+            return
+        except RuntimeError:
+            pass
+    uv_run(sources, env)
 
 
 def uv_run(command: list[str], env: dict[str, str]) -> None:
