@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 
+import boto3
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -31,3 +32,11 @@ def cold_lambda(monkeypatch):
     handler = sys.modules.get("lambda_shim.lambda_function")
     if handler is not None:
         monkeypatch.setattr(handler, "_passed", type(handler._passed)())
+
+
+@pytest.fixture(autouse=True)
+def no_default_boto3_session(monkeypatch):
+    """Each test's `boto3.client(...)` reads the credentials its own environment holds: the
+    default session caches the first it resolved (botocore `Session.get_credentials`), so
+    a client made in an earlier test (another MinIO, another user) would sign with those."""
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
