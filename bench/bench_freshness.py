@@ -7,7 +7,8 @@ A probe commits single-row INSERT transactions (negative ids, a unique name), on
 --interval seconds, while a poller reads silver through pyiceberg every --poll seconds
 (the table's current snapshot; on a new one, the rows still awaited). Afterwards each
 probe's way is read from what the services already record, nothing added to them:
-the CDC file holding it (its name time: the emitter's cut; its Last-Modified: stored), the
+the emitter's `wrote` line of the CDC file holding it (its batch's first row received),
+that file (its name time: the emitter's cut; its Last-Modified: stored), the
 watcher's log (listed), the local Glue API's run (StartedOn, RunStartedOn, CompletedOn,
 the job's CDCLAB_METRICS phase_seconds) and the silver snapshot's timestamp. The steps
 are defined in bench/freshness_steps.py; docs/performance.md shows the figures.
@@ -257,6 +258,9 @@ def run_phase(name: str, env: Mapping[str, str], p: PipelineSettings, state: Pat
     log = state / "logs" / "watcher.log"
     lines = log.read_text(errors="replace").splitlines() if log.exists() else []
     noticed = fs.noticed_times(lines, [f["key"] for f in files.values()])
+    log = state / "logs" / "emitter.log"
+    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+    received = fs.received_times(lines, [f["key"] for f in files.values()])
     runs = wait_for_runs(env, p.glue_job.name, [s.snapshot for s in poller.seen.values()
                                                   if s.snapshot is not None and s.snapshot
                                                   >= since], settle)
@@ -272,7 +276,8 @@ def run_phase(name: str, env: Mapping[str, str], p: PipelineSettings, state: Pat
         if "CompletedOn" in run and seen.snapshot is not None:
             tails.append(run["CompletedOn"] - seen.snapshot)
         times.append(fs.ProbeTimes(
-            committed=pr.committed, visible=seen.visible, named=f.get("named"),
+            committed=pr.committed, visible=seen.visible,
+            received=received.get(f.get("key", "")), named=f.get("named"),
             stored=f.get("stored"), noticed=noticed.get(f.get("key", "")),
             requested=run.get("StartedOn"), running=run.get("RunStartedOn"),
             snapshot=seen.snapshot,

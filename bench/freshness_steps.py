@@ -4,7 +4,9 @@ lines, Glue runs, CDC file names). No I/O: tests/unit/test_freshness_steps.py.
 
 The steps, in the order a change goes through them:
 
-    emitter_batch    source COMMIT -> the emitter cuts the batch (the CDC file's name time)
+    wal_decode       source COMMIT -> the emitter has the batch's first row (WAL sent and
+                        decoded; the `first received` time of the emitter's `wrote` line)
+    emitter_batch    -> the emitter cuts the batch (the CDC file's name time)
     upload           -> the object is stored in bronze (its Last-Modified)
     notice           -> the watcher's listing finds it (watcher log)
     trigger          -> StartJobRun of the run that merged it (the Lambda's gate check, and
@@ -27,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-CHAIN = ("emitter_batch", "upload", "notice", "trigger", "run_queue")
+CHAIN = ("wal_decode", "emitter_batch", "upload", "notice", "trigger", "run_queue")
 JOB_PHASES = ("ensure_tables", "read", "dedup", "merge_commit")
 STEPS = (*CHAIN, "job_setup", *JOB_PHASES, "catalog_refresh")
 # the job's phase names (jobs/bronze_to_silver.py Phases.done) -> steps; phases after the
@@ -35,7 +37,7 @@ STEPS = (*CHAIN, "job_setup", *JOB_PHASES, "catalog_refresh")
 PHASE_STEPS = {"ensure tables": "ensure_tables", "read and validate": "read",
                "quarantine": "read", "dedup and classify": "dedup",
                "merge into silver": "merge_commit", "insert into silver": "merge_commit"}
-TIMESTAMP_NAMES = ("named", "stored", "noticed", "requested", "running", "snapshot")
+TIMESTAMP_NAMES = ("received", "named", "stored", "noticed", "requested", "running", "snapshot")
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class ProbeTimes:
 
     committed: float  # the probe's client right after COMMIT returned
     visible: float  # the poller had read the row from silver
+    received: float | None = None  # the emitter had its batch's first row
     named: float | None = None  # the CDC file's name time (emitter cut the batch)
     stored: float | None = None  # the object's Last-Modified in bronze
     noticed: float | None = None  # the watcher listed it
@@ -77,8 +80,8 @@ def breakdown(t: ProbeTimes) -> dict[str, float]:
     end = t.visible if t.snapshot is None else min(max(t.snapshot, t.committed), t.visible)
     steps: dict[str, float] = {}
     at = t.committed
-    for name, when in zip(CHAIN, (t.named, t.stored, t.noticed, t.requested, t.running),
-                          strict=True):
+    for name, when in zip(CHAIN, (t.received, t.named, t.stored, t.noticed, t.requested,
+                                  t.running), strict=True):
         nxt = at if when is None else min(max(when, at), end)
         steps[name] = nxt - at
         at = nxt
@@ -199,6 +202,21 @@ def noticed_times(lines: Iterable[str], keys: Iterable[str]) -> dict[str, float]
         for key in [k for k in wanted if repr(k) in m.group(4)]:
             found[key] = log_time(m.group(1), m.group(2))
             wanted.discard(key)
+    return found
+
+
+_WROTE = re.compile(r"^wrote s3://[^/]+/(\S+): \d+ changes \(first received (\S+)\)$")
+
+
+def received_times(lines: Iterable[str], keys: Iterable[str]) -> dict[str, float]:
+    """When the emitter had the first row of the batch each key holds: its
+    "wrote s3://<bucket>/<key>: N changes (first received <ISO time>)" line."""
+    wanted = set(keys)
+    found: dict[str, float] = {}
+    for line in lines:
+        m = _WROTE.match(line.strip())
+        if m is not None and m.group(1) in wanted:
+            found[m.group(1)] = datetime.fromisoformat(m.group(2)).timestamp()
     return found
 
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import BinaryIO
 
@@ -679,6 +679,11 @@ class Emitter:
 
     def _store_batch(self, batch: Batch,
                      last_change: dict[str, tuple[int, int]] | None) -> None:
+        # the wall time of the batch's first row (opened_at is the monotonic clock's):
+        # a change's way to bronze is then its WAL's send and decode, and the batch's wait
+        held = max(0.0, time.monotonic() - batch.opened_at)
+        received = (datetime.now(UTC) - timedelta(seconds=held)).isoformat(
+            timespec="milliseconds")
         for segment in batch.files():
             sink = self.sink.child(join(segment.folder, segment.partition))
             fmt = self.cfg.fmt
@@ -707,7 +712,8 @@ class Emitter:
                 **table, "last_file": name, "last_file_at": at, **progress,
                 "files_written": table.get("files_written", 0) + 1,
                 "changes_written": table.get("changes_written", 0) + len(segment.lines)}
-            self.log(f"wrote {sink.describe(name)}: {len(segment.lines)} changes")
+            self.log(f"wrote {sink.describe(name)}: {len(segment.lines)} changes "
+                     f"(first received {received})")
         self.save()
         self.log(f"batch of {batch.rows} changes stored (total {self.files} files, "
                  f"{self.changes} changes)")

@@ -7,7 +7,7 @@ import importlib.util
 import math
 import statistics
 import sys
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -37,8 +37,9 @@ def probes(draw) -> fs.ProbeTimes:
         off = draw(maybe)
         return None if off is None else committed + off - 5  # some before the commit
 
-    return fs.ProbeTimes(committed=committed, visible=visible, named=at(), stored=at(),
-                         noticed=at(), requested=at(), running=at(), snapshot=at(),
+    return fs.ProbeTimes(committed=committed, visible=visible, received=at(), named=at(),
+                         stored=at(), noticed=at(), requested=at(), running=at(),
+                         snapshot=at(),
                          phases=draw(st.dictionaries(phase_names, offsets, max_size=5)))
 
 
@@ -58,16 +59,17 @@ def test_job_phases_never_take_more_than_the_run_reported(p):
 
 
 def test_an_ordered_way_reads_off_each_step():
-    p = fs.ProbeTimes(committed=T0, named=T0 + 1.0, stored=T0 + 1.1, noticed=T0 + 1.6,
-                      requested=T0 + 1.8, running=T0 + 1.9, snapshot=T0 + 3.9,
+    p = fs.ProbeTimes(committed=T0, received=T0 + 0.05, named=T0 + 1.0, stored=T0 + 1.1,
+                      noticed=T0 + 1.6, requested=T0 + 1.8, running=T0 + 1.9,
+                      snapshot=T0 + 3.9,
                       visible=T0 + 4.0,
                       phases={"ensure tables": 0.1, "read and validate": 0.3,
                               "dedup and classify": 0.4, "merge into silver": 0.8,
                               "merge tombstones": 0.5})
     steps = fs.breakdown(p)
-    expected = {"emitter_batch": 1.0, "upload": 0.1, "notice": 0.5, "trigger": 0.2,
-                "run_queue": 0.1, "job_setup": 0.4, "ensure_tables": 0.1, "read": 0.3,
-                "dedup": 0.4, "merge_commit": 0.8, "catalog_refresh": 0.1}
+    expected = {"wal_decode": 0.05, "emitter_batch": 0.95, "upload": 0.1, "notice": 0.5,
+                "trigger": 0.2, "run_queue": 0.1, "job_setup": 0.4, "ensure_tables": 0.1,
+                "read": 0.3, "dedup": 0.4, "merge_commit": 0.8, "catalog_refresh": 0.1}
     assert steps == pytest.approx(expected, abs=1e-6)
 
 
@@ -213,3 +215,15 @@ def test_the_full_load_counts_from_up_and_is_held_to_its_target_at_a_million_row
                                  "timings_seconds": {"up_to_silver": 9.0}})
     assert small["full_load_seconds"] == {"now": 9.0, "rows": 1000}  # no target at 1000 rows
     assert "full_load_seconds" not in fs.against_baseline({})
+
+
+def test_the_emitters_wrote_lines_tell_when_each_files_first_row_came():
+    key = "dms/airbnb_db/public/hosts_demo/20261129-052000123.csv"
+    lines = ["full load: wrote LOAD00000001.csv (5 rows of public.hosts_demo so far)",
+             f"wrote s3://cdclab-bronze/{key}: 1 changes "
+             "(first received 2026-11-29T05:20:00.021+00:00)",
+             "wrote s3://cdclab-bronze/other/20261129-052001000.csv: 3 changes "
+             "(first received 2026-11-29T05:20:00.900+00:00)",
+             "batch of 4 changes stored (total 2 files, 4 changes)"]
+    got = fs.received_times(lines, [key, "never/written.csv"])
+    assert got == {key: datetime(2026, 11, 29, 5, 20, 0, 21000, tzinfo=UTC).timestamp()}
