@@ -233,6 +233,12 @@ def wait_for_runs(env: Mapping[str, str], job: str, snapshots: list[float],
         time.sleep(1.0)
 
 
+def log_lines(state: Path, service: str) -> list[str]:
+    """A service's log in the stack's state dir, as lines (none when it wrote none)."""
+    log = state / "logs" / f"{service}.log"
+    return log.read_text(errors="replace").splitlines() if log.exists() else []
+
+
 def run_phase(name: str, env: Mapping[str, str], p: PipelineSettings, state: Path,
               poller: SilverPoller, *, first: int, probes: int, interval: float,
               settle: float) -> dict:
@@ -255,12 +261,9 @@ def run_phase(name: str, env: Mapping[str, str], p: PipelineSettings, state: Pat
     say(f"{name}: {len(keys) - len(late)}/{len(keys)} visible; reading their ways")
 
     files = bronze_objects_holding(env, p, {pr.marker: pr.number for pr in done}, since)
-    log = state / "logs" / "watcher.log"
-    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
-    noticed = fs.noticed_times(lines, [f["key"] for f in files.values()])
-    log = state / "logs" / "emitter.log"
-    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
-    received = fs.received_times(lines, [f["key"] for f in files.values()])
+    file_keys = [f["key"] for f in files.values()]
+    noticed = fs.noticed_times(log_lines(state, "watcher"), file_keys)
+    received = fs.received_times(log_lines(state, "emitter"), file_keys)
     runs = wait_for_runs(env, p.glue_job.name, [s.snapshot for s in poller.seen.values()
                                                   if s.snapshot is not None and s.snapshot
                                                   >= since], settle)
