@@ -440,7 +440,9 @@ def pipeline_facts(p: PipelineSettings) -> dict:
                                                            settings.LAB_WATCH_INTERVAL_S)),
             "max_concurrent_runs": p.glue_job.max_concurrent_runs,
             "spark_master": os.environ.get(settings.ENV_SPARK_MASTER,
-                                           settings.LOCAL_SPARK_MASTER)}
+                                           settings.LOCAL_SPARK_MASTER),
+            "driver_warmup_seconds": settings.env_seconds(
+                os.environ, settings.ENV_DRIVER_WARMUP, settings.LAB_DRIVER_WARMUP_S)}
 
 
 def run(args: argparse.Namespace, state: Path) -> tuple[int, dict]:
@@ -486,6 +488,9 @@ def run(args: argparse.Namespace, state: Path) -> tuple[int, dict]:
         def load_silver():
             return catalog.load_table(f"{namespace}.{table}")
 
+        if args.pause:
+            say(f"resting {args.pause:.0f}s before the probes")
+            time.sleep(args.pause)
         poller = SilverPoller(load_silver, spec["keys"][0], args.poll)
         poller.start()
         result["machine"]["load_avg_1_5_15"] = [round(x, 2) for x in os.getloadavg()]
@@ -545,6 +550,10 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=10.0,
                     help="seconds of workload before the loaded phase's first probe")
     ap.add_argument("--rows", type=int, default=1000, help="rows seeded before the full load")
+    ap.add_argument("--pause", type=float, default=0.0,
+                    help="seconds the stack rests after the full load, before the first "
+                         "probe (as a user would look at it; the Glue driver's JIT "
+                         "warm-up works meanwhile)")
     ap.add_argument("--poll", type=float, default=0.1, help="silver poll period, seconds")
     ap.add_argument("--big-transaction", type=int, default=0, metavar="ROWS",
                     help="after the idle probes, one INSERT then one UPDATE transaction of "

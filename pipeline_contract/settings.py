@@ -71,6 +71,9 @@ ENV_BATCH_SIZE_KB = "CDCLAB_BATCH_SIZE_KB"  # overrides dms.cdc_min_file_size_kb
 ENV_BATCH_QUIET = "CDCLAB_BATCH_QUIET_SECONDS"  # the lab's quiet cut (0: off)
 ENV_WATCH_INTERVAL = "CDCLAB_WATCH_INTERVAL_SECONDS"  # watcher listing period
 ENV_DRIVER_JIT = "CDCLAB_DRIVER_JIT"  # the local Spark driver's JIT: tiered (default) | c1
+# seconds of work the local Spark driver spends warming its JIT while no run uses it (0: off)
+ENV_DRIVER_WARMUP = "CDCLAB_DRIVER_WARMUP_SECONDS"
+LAB_DRIVER_WARMUP_S = 60.0
 # how the local Glue starts a run's process: fork (from one that imported PySpark and
 # awsglue once, the default) | spawn (a new interpreter each)
 ENV_GLUE_RUN_START = "CDCLAB_GLUE_RUN_START"
@@ -124,6 +127,18 @@ def env_count(env: Mapping[str, str], name: str, default: int) -> int:
     if not (value.isascii() and value.isdecimal()) or int(value) < 1:
         raise ValueError(f"{name}={value!r}: expected a whole number of at least 1")
     return int(value)
+
+
+def env_seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    """A number of seconds >= 0 from `env`; anything else is refused by name."""
+    value = env.get(name, str(default))
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < float("inf"):
+        raise ValueError(f"{name}={value!r}: expected a number of seconds, 0 or more")
+    return seconds
 
 
 def cache_dir() -> Path:

@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 
 import boto3
 import pytest
 from hypothesis import HealthCheck, settings
 
+from pipeline_contract.settings import ENV_DRIVER_WARMUP
+
 # Speed is measured by bench/, never by tests: no per-example deadline (CI shares 2 cores).
 settings.register_profile(
     "cdclab", deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=100
 )
 settings.load_profile("cdclab")
+
+# The tests' Glue services (embedded and in containers) start drivers and put them to
+# work at once, beside another test worker: no JIT warm-up competing for the two cores
+# (tests/integration/test_jit_warmup.py exercises it)
+os.environ.setdefault(ENV_DRIVER_WARMUP, "0")
 
 # stack first: launch imports it
 _RESOURCES = ["stack", "minio", "iceberg_rest", "postgres", "emitter", "spark", "installed"]

@@ -190,6 +190,11 @@ class Driver:
             wake.set()
 
     @property
+    def in_use(self) -> bool:
+        """A run holds the driver, or waits to restart it."""
+        return self._users > 0 or self._restart_pending
+
+    @property
     def generation(self) -> int:
         return self._generation
 
@@ -276,6 +281,11 @@ class Driver:
                         forget_cached_data(session)
                         self._idle_since, self._trimmed = time.monotonic(), False
                 self._cond.notify_all()
+
+    def worked(self) -> None:
+        """Work that held no run (the JIT warm-up) grew the heap: collect it once idle."""
+        with self._cond:
+            self._idle_since, self._trimmed = time.monotonic(), False
 
     def trim(self, idle_seconds: float = IDLE_TRIM_SECONDS, now: float | None = None) -> bool:
         """One full collection of the driver's heap once no run has used it for

@@ -37,6 +37,7 @@ from glue_local import (
     bookmarks,
     glue_runtimes,
     glue_versions,
+    jit_warmup,
     jobs_api,
     run_args,
     run_forks,
@@ -195,6 +196,10 @@ class Runner:
         self._forks_lock = threading.Lock()
         self._closing = False
         self._thread: threading.Thread | None = None
+        self._warmup_stop = threading.Event()
+        # read once: a wrong value stops the service at start, naming the variable
+        self._warmup_seconds = settings.env_seconds(self.env, settings.ENV_DRIVER_WARMUP,
+                                                    settings.LAB_DRIVER_WARMUP_S)
 
     # public API used by jobs_api and server
     def start(self, warm: bool = False) -> None:
@@ -222,9 +227,36 @@ class Runner:
             started = time.monotonic()
             warm_up(self.session(), self.pipeline.lake.catalog_name)
             log.info("new Spark driver warm in %.1fs", time.monotonic() - started)
+            self._start_jit_warmup()
         except Exception:
             log.exception("the Spark driver did not come back: exiting, to be restarted")
             os._exit(EXIT_DRIVER_LOST)
+
+    def _busy(self) -> bool:
+        """A run is queued, going, or holds the driver."""
+        return self.driver.in_use or not self._queue.empty() or bool(self._active)
+
+    def _start_jit_warmup(self) -> None:
+        """The local driver's JIT warmed in the background while no run needs it
+        (glue_local.jit_warmup; ENV_DRIVER_WARMUP seconds of work, 0: off). Not on a
+        cluster's driver: its workers cannot read the warm-up's local files."""
+        from glue_local.spark_session import local_cores
+
+        seconds = self._warmup_seconds
+        master = self.env.get(settings.ENV_SPARK_MASTER, settings.LOCAL_SPARK_MASTER)
+        if not seconds or local_cores(master) is None:
+            return
+        session = self.session()
+
+        def warm() -> None:
+            try:
+                jit_warmup.exercise(session, self.state_dir / "spark" / "jit-warmup", seconds,
+                                    self._busy, self._warmup_stop)
+            except Exception as e:  # the driver died or restarted: runs warm it from now
+                log.info("JIT warm-up ended early: %s: %s", type(e).__name__, str(e)[:300])
+            self.driver.worked()
+
+        threading.Thread(target=warm, name="glue-jit-warmup", daemon=True).start()
 
     def submit(self, job_name: str, run_id: str) -> None:
         self._queue.put((job_name, run_id))
@@ -254,6 +286,7 @@ class Runner:
     def shutdown(self, timeout: float = 5.0) -> None:
         """Stop the worker; runs still executing are marked FAILED and their processes end."""
         self._closing = True
+        self._warmup_stop.set()
         self.driver.unwatch()
         with self.store.lock:
             for run_id, active in list(self._active.items()):
@@ -357,6 +390,7 @@ class Runner:
                 warm_up(self.session(), self.pipeline.lake.catalog_name)
                 log.info("Spark warm (session, Iceberg catalog) in %.1fs",
                          time.monotonic() - started)
+                self._start_jit_warmup()
             except Exception:
                 log.exception("warm SparkSession failed; runs needing Spark will retry it")
         self._ensure_spare()

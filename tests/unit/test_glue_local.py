@@ -182,3 +182,19 @@ def test_a_local_master_names_its_cores_and_a_cluster_leaves_them_to_its_workers
     if cores == "usable":
         cores = spark_session.usable_cpus()
     assert spark_session.local_cores(master) == cores
+
+
+def test_the_runner_refuses_a_wrong_warm_up_setting_at_start_and_skips_a_cluster(tmp_path):
+    from glue_local import jobs_api
+    from glue_local.runner import Runner
+    from pipeline_contract import settings as s
+
+    def runner(**env: str) -> Runner:
+        return Runner(jobs_api.JobStore(tmp_path), env, tmp_path, s.load_pipeline(),
+                      session_factory=lambda *a, **k: pytest.fail("no driver is built"))
+
+    with pytest.raises(ValueError, match=s.ENV_DRIVER_WARMUP):
+        runner(**{s.ENV_DRIVER_WARMUP: "soon"})
+    for env in ({s.ENV_DRIVER_WARMUP: "0"},  # off
+                {s.ENV_SPARK_MASTER: "spark://spark-master:7077"}):  # its workers' files
+        runner(**env)._start_jit_warmup()  # returns without building the driver

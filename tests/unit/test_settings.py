@@ -399,3 +399,24 @@ def test_job_buckets_are_s3_bucket_names_of_the_users_own() -> None:
     err = refused(with_value("glue_job", "job_buckets", [lab]))
     assert (err.key, err.value) == ("glue_job.job_buckets[0]", lab)
     assert "lake.bronze_bucket" in err.allowed
+
+
+@given(st.floats(min_value=0, max_value=1e9, allow_nan=False, allow_infinity=False))
+def test_seconds_from_the_environment_take_any_finite_number_from_zero(seconds: float) -> None:
+    env = {settings.ENV_DRIVER_WARMUP: repr(seconds)}
+    assert settings.env_seconds(env, settings.ENV_DRIVER_WARMUP, 60.0) == seconds
+    assert settings.env_seconds({}, settings.ENV_DRIVER_WARMUP, 60.0) == 60.0
+
+
+@given(st.one_of(st.floats(max_value=-1e-9).map(repr), st.just("nan"), st.just("inf"),
+                 st.text().filter(lambda s: not _is_seconds(s))))
+def test_seconds_from_the_environment_refuse_anything_else_by_name(value: str) -> None:
+    with pytest.raises(ValueError, match=settings.ENV_DRIVER_WARMUP):
+        settings.env_seconds({settings.ENV_DRIVER_WARMUP: value}, settings.ENV_DRIVER_WARMUP, 1)
+
+
+def _is_seconds(text: str) -> bool:
+    try:
+        return 0 <= float(text) < float("inf")
+    except ValueError:
+        return False
