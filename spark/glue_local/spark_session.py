@@ -70,7 +70,7 @@ def session_conf(
     `catalog`: catalog_conf's; `spark_jars`: the Iceberg/S3A jars of the run's Glue
     version (default: the lab's)."""
     state = Path(env.get(settings.ENV_STATE_DIR, settings.state_dir())) / "spark"
-    from glue_local import glue_jvm
+    from glue_local import class_archive, glue_jvm
 
     jars = [*(settings.spark_jars() if spark_jars is None else spark_jars),
             glue_jvm.jar_path()]
@@ -112,7 +112,8 @@ def session_conf(
         # of leaving a driver that answers but cannot run anything
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={state / 'derby'} "
                                          f"-Djava.io.tmpdir={tempfile.gettempdir()} "
-                                         "-XX:+ExitOnOutOfMemoryError" + jit_options(env),
+                                         "-XX:+ExitOnOutOfMemoryError" + jit_options(env)
+                                         + class_archive.java_options(jars),
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
         **catalog,
