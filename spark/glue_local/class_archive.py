@@ -46,24 +46,40 @@ def _java() -> str:
     return os.path.realpath(found)
 
 
-def archive_path(jars: Sequence[Path]) -> Path:
-    """Where the archive of a driver with these jars (besides PySpark's own) lives: named
-    by the Java binary, PySpark's jars and these jars (name and size)."""
+def _pyspark_jars() -> Path:
     import pyspark
 
-    pyspark_jars = Path(pyspark.__file__).parent / "jars"
-    listed = sorted(pyspark_jars.glob("*.jar")) + [Path(j) for j in jars]
-    digest = hashlib.sha256(_java().encode())
-    for jar in listed:
-        size = jar.stat().st_size if jar.exists() else -1
-        digest.update(f"\0{jar.name}\0{size}".encode())
+    return (Path(pyspark.__file__).parent / "jars").resolve()
+
+
+def archive_path(jars: Sequence[Path]) -> Path:
+    """Where the archive of a driver with these jars (besides PySpark's own) lives: named
+    by what the JVM checks it against (the Java binary, and PySpark's jars, the driver's
+    class path: their folder, names, sizes and times) and these jars' names and sizes. So
+    each virtualenv has its own."""
+    pyspark_jars = _pyspark_jars()
+    digest = hashlib.sha256(f"{_java()}\0{pyspark_jars}".encode())
+    for jar in [*sorted(pyspark_jars.glob("*.jar")), *(Path(j) for j in jars)]:
+        stat = jar.stat() if jar.exists() else None
+        digest.update(f"\0{jar.name}\0{stat and stat.st_size}\0{stat and stat.st_mtime_ns}"
+                      .encode())
     return settings.cache_dir() / "jvm" / f"spark-driver-{digest.hexdigest()[:16]}.jsa"
 
 
 def java_options(jars: Sequence[Path]) -> str:
-    """The driver's JVM options that map the archive, when it has been made ('' if not)."""
+    """The driver's JVM options that map the archive, when it has been made ('' if not);
+    one the JVM finds stale is ignored without a word."""
     path = archive_path(jars)
-    return f" -XX:SharedArchiveFile={path} -Xshare:auto" if path.is_file() else ""
+    return (f" -XX:SharedArchiveFile={path} -Xshare:auto -Xlog:cds*=off"
+            if path.is_file() else "")
+
+
+def prune(folder: Path) -> None:
+    """Remove the archives of virtualenvs that are gone (a removed checkout's)."""
+    for source in folder.glob("*.jsa.source"):
+        if not Path(source.read_text().strip()).is_dir():
+            source.with_suffix("").unlink(missing_ok=True)
+            source.unlink(missing_ok=True)
 
 
 def make(jars: Sequence[Path]) -> Path | None:
@@ -73,6 +89,7 @@ def make(jars: Sequence[Path]) -> Path | None:
     if path.is_file():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
+    prune(path.parent)
     partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
     work = path.with_name(f"make-{os.getpid()}")
     options = (f"-Djava.io.tmpdir={work} -XX:+ExitOnOutOfMemoryError "
@@ -84,6 +101,7 @@ def make(jars: Sequence[Path]) -> Path | None:
                        capture_output=True, timeout=600, check=False)
         if not partial.is_file() or partial.stat().st_size == 0:
             return None
+        path.with_name(f"{path.name}.source").write_text(f"{_pyspark_jars()}\n")
         partial.replace(path)
         return path
     finally:
