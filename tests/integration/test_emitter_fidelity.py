@@ -73,7 +73,10 @@ def test_schema_changes_never_stop_streaming(postgres, emit) -> None:
         f"INSERT INTO {table} VALUES (3, 'w', false)")
     run.wait(lambda: len(run.rows()) == 5, what="the changes after each ALTER")
     assert not run.errors and run.thread.is_alive()
-    headers = [h[2:-1] for h in run.headers().values()]
+    # each schema change starts a new file; a file may also end within one schema (the
+    # quiet cut, while a slow ALTER rewrites the table): the headers as they change
+    files = [h[2:-1] for h in run.headers().values()]
+    headers = [h for i, h in enumerate(files) if i == 0 or h != files[i - 1]]
     assert headers == [["id", "a", "b"], ["id", "a", "b", "c"], ["id", "a", "c"],
                        ["id", "title", "c"]]
     rows = run.rows()
