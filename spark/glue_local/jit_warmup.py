@@ -5,11 +5,10 @@ interpreted until HotSpot has compiled them: on a fresh stack a one-row run took
 twice as long as after a minute of work (docs/performance.md, eighteenth run). So once
 the driver is up, and only while no run uses it, it runs a small CDC-shaped workload of
 its own: a CSV batch read and checked, deduplicated by a window, classified by a join,
-then MERGEd into an Iceberg table (merge-on-read, as the lab's) and appended to. Its
-tables live in a Hadoop catalog of its own in a private folder, never in the lake's
-catalog; the folder is removed when it ends. A run that comes stops it between two
-statements. AWS starts each Glue run on a new JVM: this only shortens the lab's waits,
-the job sees nothing of it.
+then MERGEd into an Iceberg table (merge-on-read, as the lab's). Its tables live in a
+Hadoop catalog of its own in a private folder, never in the lake's catalog; the folder is
+removed when it ends. A run that comes pauses it between two statements. AWS starts each
+Glue run on a new JVM: this only shortens the lab's waits, the job sees nothing of it.
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ IDLE_POLL_SECONDS = 0.2  # how often a paused warm-up looks whether the driver i
 
 
 class Busy(Exception):
-    """A run wants the driver: the warm-up stops."""
+    """A run wants the driver (or the server stops): the batch going is dropped."""
 
 
 def batch_csv(n: int, batch: int, rng: random.Random) -> str:
@@ -118,7 +117,7 @@ def exercise(session, folder: Path, seconds: float, busy: Callable[[], bool],
     spark.conf.set(f"spark.sql.catalog.{CATALOG}.type", "hadoop")
     spark.conf.set(f"spark.sql.catalog.{CATALOG}.warehouse", (folder / "warehouse").as_uri())
     spark.conf.set("spark.sql.session.timeZone", "UTC")
-    worked, done, took, fresh = 0.0, 0, [], True
+    worked, done, took = 0.0, 0, []
 
     def go_on() -> None:
         if busy() or stop.is_set():
@@ -131,10 +130,9 @@ def exercise(session, folder: Path, seconds: float, busy: Callable[[], bool],
                 continue
             begun = time.monotonic()
             try:
-                if fresh or done % RECREATE_EVERY == 0:
+                if done % RECREATE_EVERY == 0:  # the first batch too
                     go_on()
                     create_table(spark)
-                    fresh = False
                 path = folder / f"batch-{done % 2}.csv"
                 path.write_text(batch_csv(ROWS_PER_BATCH, done % RECREATE_EVERY, rng))
                 go_on()
