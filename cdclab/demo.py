@@ -106,7 +106,7 @@ def run_demo(
 
     t = time.monotonic()
     if stack is not None:
-        progress("3/6 starting the DMS emitter (full load from the slot snapshot) and the watcher")
+        progress("3/6 starting the watcher and the DMS emitter (full load from the slot snapshot)")
         stack.up(PIPELINE)
     else:
         progress("3/6 the DMS emitter and the watcher run in their containers")

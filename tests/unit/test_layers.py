@@ -103,6 +103,15 @@ def test_every_declared_service_is_in_the_registry() -> None:
     assert declared == set(registry.NAMES)
 
 
+def test_the_watcher_starts_before_the_emitter() -> None:
+    """The emitter is ready once its full load is written: a watcher started first merges
+    the LOAD files as they land, as S3 events start Glue runs while DMS still loads."""
+    from cdclab.services import registry
+
+    assert registry.NAMES.index("watcher") < registry.NAMES.index("emitter")
+    assert set(registry.PIPELINE_NAMES) == {"watcher", "emitter"}
+
+
 @pytest.mark.parametrize("path", DEPLOYED)
 def test_what_ships_to_aws_imports_nothing_of_the_project(path: str) -> None:
     import ast
