@@ -407,7 +407,9 @@ def with_old_key_deletes(changes, spec: dict):
     column i cast to its type) plus, for each U whose before image of the key is complete
     and differs from its key, a D of the old key with the U's change_seq and commit time,
     marked OLD_KEY (cdclab/merge_model.py old_key_deletes). DMS writes a primary-key
-    UPDATE as one U row with the new key: without this the old key would stay in silver."""
+    UPDATE as one U row with the new key: without this the old key would stay in silver.
+    One generator over one read of the batch (a union of two selects read and checked the
+    CSV twice)."""
     from functools import reduce
 
     from pyspark.sql import functions as F
@@ -417,14 +419,18 @@ def with_old_key_deletes(changes, spec: dict):
     complete = reduce(lambda a, b: a & b, [o.isNotNull() for o in olds])
     same = reduce(lambda a, b: a & b, [F.col(q(k)) == o for k, o in zip(keys, olds, strict=True)])
     types = {c["name"]: c["type"] for c in spec["silver_columns"]}
-    columns = []
+    trailing = [F.col(LOAD), *[o.alias(f"{BEFORE}{i}") for i, o in enumerate(olds)]]
+    itself, old_key = [F.col(OP)], [F.lit("D").alias(OP)]
     for name, source in old_key_columns(spec).items():
+        itself.append(F.col(q(name)).alias(name))
         value = (F.col(q(name)) if source is True
                  else F.lit(None).cast(types[name]) if source is None else olds[source])
-        columns.append(value.alias(name))
-    old_keys = changes.where((F.col(OP) == "U") & complete & ~same).select(
-        F.lit("D").alias(OP), *columns, F.col(LOAD), *olds, F.lit(True).alias(OLD_KEY))
-    return changes.withColumn(OLD_KEY, F.lit(False)).unionByName(old_keys)
+        old_key.append(value.alias(name))
+    change = F.struct(*itself, *trailing, F.lit(False).alias(OLD_KEY))
+    moved = F.struct(*old_key, *trailing, F.lit(True).alias(OLD_KEY))
+    rows = F.when((F.col(OP) == "U") & complete & ~same, F.array(change, moved)).otherwise(
+        F.array(change))
+    return changes.select(F.inline(rows))
 
 
 def percentiles(values: list[float]) -> dict[str, float | int | None]:
@@ -504,6 +510,9 @@ class Accounting(NamedTuple):
     # batch appended (append_new_keys) without classifying it
     insert_times: list[float] = []
     deletes: int = 0  # valid records whose Op is D
+    # valid U records whose key's before image differs from their key (each deletes its
+    # old key: with_old_key_deletes); 0 without before images
+    moved: int = 0
 
 
 # Key types ranged, each by a form Spark computes, Python orders as Spark orders the
@@ -569,20 +578,22 @@ def account(records, spec: dict) -> Accounting:
     op = F.col(q(role_column(spec, ROLE_OP)))
     valid = F.col(REASON).isNull()
     change, delete = valid & ~op.eqNullSafe("I"), valid & op.eqNullSafe("D")
+    moved = valid & op.eqNullSafe("U") & key_moved(spec)
     keys = [f(k) for k in first_key_values(spec) for f in (F.min, F.max)]
     spans, unnamed, rows, quarantined, changes, deletes, bounds, times = [], 0, 0, 0, 0, 0, [], []
-    for (file, part, n, bad, changed, deleted, lowest, highest, inserted,
+    moves = 0
+    for (file, part, n, bad, changed, deleted, key_moves, lowest, highest, inserted,
          *key_bounds) in records.groupBy(FILE, F.shiftright(ORDER, PART_SHIFT)).agg(
             # F.count_if is PySpark 3.5+ only (Glue 4.0 runs Spark 3.3)
             F.count(F.lit(1)), F.count(REASON), F.count(F.when(change, True)),
-            F.count(F.when(delete, True)),
+            F.count(F.when(delete, True)), F.count(F.when(moved, True)),
             F.min(ORDER), F.max(ORDER), F.expr(insert_times_sql(spec)), *keys).collect():
         if file is None:
             unnamed += n
             continue
         spans.append((file, part, n, lowest, highest))
         rows, quarantined, changes = rows + n, quarantined + bad, changes + changed
-        deletes += deleted
+        deletes, moves = deletes + deleted, moves + key_moves
         bounds += [b for b in key_bounds if b is not None]
         times += inserted
     files = sorted({s[0] for s in spans})
@@ -591,7 +602,28 @@ def account(records, spec: dict) -> Accounting:
             f"{unnamed} of {rows + unnamed} bronze rows have no source file "
             f"(Glue's attachFilename): refusing to commit the job bookmark")
     key_range = (min(bounds), max(bounds)) if bounds else None
-    return Accounting(files, rows, quarantined, spans, changes, key_range, times, deletes)
+    return Accounting(files, rows, quarantined, spans, changes, key_range, times, deletes,
+                      moves)
+
+
+def key_moved(spec: dict):
+    """Over a valid bronze record: its key's before image is complete and differs from
+    its key, compared as the silver types (with_old_key_deletes' condition); FALSE
+    without before images."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    before = before_image_keys(spec)
+    if not before:
+        return F.lit(False)
+    text = spec.get("bronze_format", "csv") == "csv"
+    columns = {c["name"]: c for c in spec["silver_columns"]}
+    olds = [typed(before[k], columns[k]["type"], text) for k in spec["keys"]]
+    complete = reduce(lambda a, b: a & b, [o.isNotNull() for o in olds])
+    same = reduce(lambda a, b: a & b, [silver_value(columns[k], text) == o
+                                       for k, o in zip(spec["keys"], olds, strict=True)])
+    return complete & ~same
 
 
 def insert_times_sql(spec: dict) -> str:
@@ -754,8 +786,9 @@ def run(spark, bronze_df, spec: dict, run_id: str,
 
     op = role_column(spec, ROLE_OP)
     # with the key's before image, a key change also deletes the old key (DMS's
-    # add-before-image-columns); without it DMS's output leaves the old key in silver
-    before = before_image_keys(spec)
+    # add-before-image-columns); without it DMS's output leaves the old key in silver.
+    # `account` counted the key changes: a batch without one needs no old-key rows.
+    before = before_image_keys(spec) if accounted.moved else {}
     types = {c["name"]: c["type"] for c in spec["silver_columns"]}
     text = spec.get("bronze_format", "csv") == "csv"
     cleaned = parsed.where(F.col(REASON).isNull()).select(
@@ -778,7 +811,7 @@ def run(spark, bronze_df, spec: dict, run_id: str,
                 F.col(q(seq)).desc(), F.col(OLD_KEY).asc()))).where(F.col(RANK) == 1).drop(RANK)
     latest = latest.drop(*[f"{BEFORE}{i}" for i in range(len(keys)) if before])
     # the batch holds a D, or a U whose key change makes one (the tombstones take them)
-    may_delete = bool(accounted.deletes or before)
+    may_delete = bool(accounted.deletes or accounted.moved)
     latest.createOrReplaceTempView(f"{view}_latest")
     if only_inserts(accounted) and all(
             holds_no_key_within(spark, t, spec, accounted.key_range)

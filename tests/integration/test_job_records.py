@@ -330,6 +330,37 @@ def test_the_key_range_spans_the_valid_keys_and_the_before_images_only(spark) ->
     assert job.account(job.read_records(none_valid, spec), spec).key_range is None
 
 
+def test_the_accounting_counts_the_valid_key_changes(spark) -> None:
+    """A U whose before image of the key differs from its key, as the silver type
+    compares them, deletes its old key; a batch without one makes no old-key rows and
+    needs no tombstone. Without before images nothing counts as moved."""
+    spec = hosts_spec(before_image=True)
+    names = [c["name"] for c in spec["bronze_columns"]]
+    row = dict.fromkeys(names)
+    row |= {"op": "U", "last_updated_ts": "2026-01-01 00:00:00", "change_seq": SEQ}
+
+    def record(**values: str | None) -> tuple:
+        return (*({**row, **values}[n] for n in names), "s3://b/a")
+
+    rows = [record(id="12", bi_id="3"),  # moved
+            record(id="7", bi_id="007"),  # the same INT
+            record(id="8", bi_id=None),  # no before image: DMS wrote none
+            record(op="I", id="9", bi_id="4"),  # not a U
+            record(id="13", bi_id="x"),  # quarantined
+            record(id="14", bi_id="5")]  # moved
+    df = spark.createDataFrame(rows, ", ".join(f"`{c}` string" for c in
+                                               [*names, job.SOURCE_FILE_COLUMN]))
+    accounted = job.account(job.read_records(df, spec), spec)
+    assert (accounted.quarantined, accounted.moved) == (1, 2)
+    plain = [{**dict(zip([*names, "f"], r, strict=True))} for r in rows]
+    without = hosts_spec(before_image=False)
+    kept = [c["name"] for c in without["bronze_columns"]]
+    df = spark.createDataFrame([(*(r[n] for n in kept), r["f"]) for r in plain],
+                               ", ".join(f"`{c}` string" for c in
+                                         [*kept, job.SOURCE_FILE_COLUMN]))
+    assert job.account(job.read_records(df, without), without).moved == 0
+
+
 @settings(max_examples=60, deadline=None)
 @given(values=st.lists(st.text(min_size=0, max_size=12), min_size=1, max_size=4),
        numbers=st.lists(st.integers(-2**63, 2**63 - 1), min_size=1, max_size=4),
