@@ -57,7 +57,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 def cmd_down(args: argparse.Namespace) -> int:
     stack = _embedded_only("down", settings.load_pipeline())
     stack.down(args.only or None)
-    say("stack stopped")
+    say(f"stopped {', '.join(args.only)}" if args.only else "stack stopped")
     return 0
 
 
