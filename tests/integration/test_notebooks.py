@@ -62,9 +62,11 @@ def kernel_env(drained_stack, monkeypatch, tmp_path):
     if drained_stack.state_dir is not None:
         monkeypatch.setenv(settings.ENV_STATE_DIR, str(drained_stack.state_dir))
     else:  # containers: no env file, so lab.connect() reads the keys from the environment
-        monkeypatch.setenv(settings.ENV_STATE_DIR, str(tmp_path))
         for key, value in drained_stack.env.items():
             monkeypatch.setenv(key, value)
+        # last: the stack's env carries the caller's own CDCLAB_STATE_DIR, whose env file
+        # (an embedded stack's, maybe stopped) lab.connect() would read before these keys
+        monkeypatch.setenv(settings.ENV_STATE_DIR, str(tmp_path))
 
 
 def test_the_three_notebooks_are_there() -> None:
