@@ -408,16 +408,12 @@ def with_old_key_deletes(changes, spec: dict):
     and differs from its key, a D of the old key with the U's change_seq and commit time,
     marked OLD_KEY (cdclab/merge_model.py old_key_deletes). DMS writes a primary-key
     UPDATE as one U row with the new key: without this the old key would stay in silver.
-    One generator over one read of the batch (a union of two selects read and checked the
-    CSV twice)."""
-    from functools import reduce
-
+    One generator over one read of the batch: a union would read and check the CSV once
+    per side."""
     from pyspark.sql import functions as F
 
     keys = spec["keys"]
     olds = [F.col(f"{BEFORE}{i}") for i in range(len(keys))]
-    complete = reduce(lambda a, b: a & b, [o.isNotNull() for o in olds])
-    same = reduce(lambda a, b: a & b, [F.col(q(k)) == o for k, o in zip(keys, olds, strict=True)])
     types = {c["name"]: c["type"] for c in spec["silver_columns"]}
     trailing = [F.col(LOAD), *[o.alias(f"{BEFORE}{i}") for i, o in enumerate(olds)]]
     itself, old_key = [F.col(OP)], [F.lit("D").alias(OP)]
@@ -428,8 +424,8 @@ def with_old_key_deletes(changes, spec: dict):
         old_key.append(value.alias(name))
     change = F.struct(*itself, *trailing, F.lit(False).alias(OLD_KEY))
     moved = F.struct(*old_key, *trailing, F.lit(True).alias(OLD_KEY))
-    rows = F.when((F.col(OP) == "U") & complete & ~same, F.array(change, moved)).otherwise(
-        F.array(change))
+    rows = F.when((F.col(OP) == "U") & differs([F.col(q(k)) for k in keys], olds),
+                  F.array(change, moved)).otherwise(F.array(change))
     return changes.select(F.inline(rows))
 
 
@@ -607,11 +603,8 @@ def account(records, spec: dict) -> Accounting:
 
 
 def key_moved(spec: dict):
-    """Over a valid bronze record: its key's before image is complete and differs from
-    its key, compared as the silver types (with_old_key_deletes' condition); FALSE
-    without before images."""
-    from functools import reduce
-
+    """Over a valid bronze record: its key's before image differs from its key, both as
+    the silver types (with_old_key_deletes' condition); FALSE without before images."""
     from pyspark.sql import functions as F
 
     before = before_image_keys(spec)
@@ -619,10 +612,17 @@ def key_moved(spec: dict):
         return F.lit(False)
     text = spec.get("bronze_format", "csv") == "csv"
     columns = {c["name"]: c for c in spec["silver_columns"]}
-    olds = [typed(before[k], columns[k]["type"], text) for k in spec["keys"]]
+    return differs([silver_value(columns[k], text) for k in spec["keys"]],
+                   [typed(before[k], columns[k]["type"], text) for k in spec["keys"]])
+
+
+def differs(keys: list, olds: list):
+    """The before image `olds` of the key columns `keys` (pairwise) is complete and not
+    the key itself: a key change."""
+    from functools import reduce
+
     complete = reduce(lambda a, b: a & b, [o.isNotNull() for o in olds])
-    same = reduce(lambda a, b: a & b, [silver_value(columns[k], text) == o
-                                       for k, o in zip(spec["keys"], olds, strict=True)])
+    same = reduce(lambda a, b: a & b, [k == o for k, o in zip(keys, olds, strict=True)])
     return complete & ~same
 
 
