@@ -1,4 +1,9 @@
-"""Pure decoder for PostgreSQL's pgoutput logical replication protocol (version 1).
+"""Pure decoder for PostgreSQL's pgoutput logical replication protocol (versions 1 and 2).
+
+Version 2 (PostgreSQL 14+, `streaming 'on'`) also sends a large transaction while it is
+still in progress, in Stream Start .. Stream Stop blocks whose change messages carry the
+xid of their (sub)transaction; Stream Commit or Stream Abort ends it (protocol docs,
+"Logical Replication Message Formats"). `Decoder` follows the blocks.
 
 Also frames the streaming-replication CopyData envelope (XLogData 'w', keepalive 'k')
 and builds standby status updates ('r'), so the I/O adapter only moves bytes.
@@ -75,6 +80,7 @@ class Relation:
     name: str
     replica_identity: str  # d default, n nothing, f full, i index
     columns: tuple[Column, ...]
+    xid: int | None = None  # inside a streamed block: the (sub)transaction's
 
 
 @dataclass(frozen=True)
@@ -82,12 +88,14 @@ class Type:
     oid: int
     namespace: str
     name: str
+    xid: int | None = None
 
 
 @dataclass(frozen=True)
 class Insert:
     relation_oid: int
     new: TupleData
+    xid: int | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +104,7 @@ class Update:
     old_kind: str | None  # 'K' key only, 'O' full old row, None absent
     old: TupleData | None
     new: TupleData
+    xid: int | None = None
 
 
 @dataclass(frozen=True)
@@ -103,12 +112,14 @@ class Delete:
     relation_oid: int
     old_kind: str  # 'K' or 'O'
     old: TupleData
+    xid: int | None = None
 
 
 @dataclass(frozen=True)
 class Truncate:
     options: int
     relation_oids: tuple[int, ...]
+    xid: int | None = None
 
 
 @dataclass(frozen=True)
@@ -117,16 +128,46 @@ class Message:
     lsn: int
     prefix: str
     content: bytes
+    xid: int | None = None
+
+
+@dataclass(frozen=True)
+class StreamStart:
+    xid: int  # the top-level transaction's
+    first: bool  # its first block
+
+
+@dataclass(frozen=True)
+class StreamStop:
+    pass
+
+
+@dataclass(frozen=True)
+class StreamCommit:
+    xid: int
+    flags: int
+    commit_lsn: int
+    end_lsn: int
+    commit_ts: int
+
+
+@dataclass(frozen=True)
+class StreamAbort:
+    xid: int
+    subxid: int  # == xid: the whole transaction; else one subtransaction (a savepoint)
 
 
 PgOutputMessage = (
     Begin | Commit | Origin | Relation | Type | Insert | Update | Delete | Truncate | Message
+    | StreamStart | StreamStop | StreamCommit | StreamAbort
 )
 
 _NAMES = {
     "B": "Begin", "C": "Commit", "O": "Origin", "R": "Relation", "Y": "Type", "I": "Insert",
-    "U": "Update", "D": "Delete", "T": "Truncate", "M": "Message",
+    "U": "Update", "D": "Delete", "T": "Truncate", "M": "Message", "S": "Stream Start",
+    "E": "Stream Stop", "c": "Stream Commit", "A": "Stream Abort",
 }
+_STREAMED = "RYIUDTM"  # the messages that carry an xid inside a streamed block
 
 
 _INT16 = struct.Struct(">h")
@@ -218,9 +259,10 @@ class _Reader:
             raise self.fail(f"{len(self.data) - self.pos} trailing bytes")
 
 
-def decode(data: bytes | memoryview) -> PgOutputMessage:
+def decode(data: bytes | memoryview, streamed: bool = False) -> PgOutputMessage:
     """Decode one pgoutput message (the payload of an XLogData record). Row messages
-    are read in place (a 64 MB value is not copied); the rest as bytes."""
+    are read in place (a 64 MB value is not copied); the rest as bytes. `streamed`:
+    the message is inside a Stream Start .. Stop block (it carries an xid)."""
     if not data:
         raise DecodeError("malformed message at byte offset 0: empty message")
     tag = chr(data[0])
@@ -230,12 +272,41 @@ def decode(data: bytes | memoryview) -> PgOutputMessage:
         raise DecodeError(f"malformed message at byte offset 0: unknown message type {tag!r}")
     r = _Reader(data, _NAMES[tag])
     r.pos = 1
-    msg = _decode_body(tag, r)
+    xid = r.unpack(">I") if streamed and tag in _STREAMED else None
+    msg = _decode_body(tag, r, xid)
     r.end()
     return msg
 
 
-def _decode_body(tag: str, r: _Reader) -> PgOutputMessage:
+class Decoder:
+    """Decodes messages in stream order, knowing whether they are in a streamed block."""
+
+    def __init__(self) -> None:
+        self.streaming = False
+
+    def decode(self, data: bytes | memoryview) -> PgOutputMessage:
+        msg = decode(data, self.streaming)
+        if isinstance(msg, StreamStart):
+            if self.streaming:
+                raise DecodeError(f"Stream Start of xid {msg.xid} inside a streamed block")
+            self.streaming = True
+        elif isinstance(msg, StreamStop):
+            if not self.streaming:
+                raise DecodeError("Stream Stop outside a streamed block")
+            self.streaming = False
+        return msg
+
+
+def _decode_body(tag: str, r: _Reader, xid: int | None = None) -> PgOutputMessage:
+    if tag == "S":
+        return StreamStart(r.unpack(">I"), r.unpack(">B") == 1)
+    if tag == "E":
+        return StreamStop()
+    if tag == "c":
+        return StreamCommit(r.unpack(">I"), r.unpack(">B"), r.unpack(">Q"), r.unpack(">Q"),
+                            r.unpack(">q"))
+    if tag == "A":  # protocol 2: no abort LSN and time (those come with version 4)
+        return StreamAbort(r.unpack(">I"), r.unpack(">I"))
     if tag == "B":
         return Begin(r.unpack(">Q"), r.unpack(">q"), r.unpack(">I"))
     if tag == "C":
@@ -248,13 +319,13 @@ def _decode_body(tag: str, r: _Reader) -> PgOutputMessage:
             Column(r.unpack(">B"), r.string(), r.unpack(">I"), r.unpack(">i"))
             for _ in range(r.unpack(">h"))
         )
-        return Relation(oid, namespace, name, identity, cols)
+        return Relation(oid, namespace, name, identity, cols, xid)
     if tag == "Y":
-        return Type(r.unpack(">I"), r.string(), r.string())
+        return Type(r.unpack(">I"), r.string(), r.string(), xid)
     if tag == "I":
         oid = r.unpack(">I")
         _expect(r, "N")
-        return Insert(oid, r.tuple_data())
+        return Insert(oid, r.tuple_data(), xid)
     if tag == "U":
         oid = r.unpack(">I")
         at, kind = r.pos, r.byte()
@@ -264,19 +335,19 @@ def _decode_body(tag: str, r: _Reader) -> PgOutputMessage:
             at, kind = r.pos, r.byte()
         if kind != "N":
             raise r.fail(f"expected 'N', 'K' or 'O', got {kind!r}", at)
-        return Update(oid, old_kind, old, r.tuple_data())
+        return Update(oid, old_kind, old, r.tuple_data(), xid)
     if tag == "D":
         oid = r.unpack(">I")
         at, kind = r.pos, r.byte()
         if kind not in "KO":
             raise r.fail(f"expected 'K' or 'O', got {kind!r}", at)
-        return Delete(oid, kind, r.tuple_data())
+        return Delete(oid, kind, r.tuple_data(), xid)
     if tag == "T":
         count, options = r.unpack(">I"), r.unpack(">B")
-        return Truncate(options, tuple(r.unpack(">I") for _ in range(count)))
+        return Truncate(options, tuple(r.unpack(">I") for _ in range(count)), xid)
     # "M"
     flags, lsn, prefix = r.unpack(">B"), r.unpack(">Q"), r.string()
-    return Message(flags, lsn, prefix, r.take(r.unpack(">I")))
+    return Message(flags, lsn, prefix, r.take(r.unpack(">I")), xid)
 
 
 def _expect(r: _Reader, want: str) -> None:

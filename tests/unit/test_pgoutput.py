@@ -34,6 +34,25 @@ def tup(values: tuple) -> bytes:
 
 
 def encode(m: pg.PgOutputMessage) -> bytes:
+    """The message's bytes; one with an xid as a streamed block has it (protocol 2)."""
+    xid = getattr(m, "xid", None)
+    if xid is not None and not isinstance(m, pg.Begin | pg.StreamStart | pg.StreamCommit
+                                          | pg.StreamAbort):
+        whole = _encode(m)
+        return whole[:1] + struct.pack(">I", xid) + whole[1:]
+    return _encode(m)
+
+
+def _encode(m: pg.PgOutputMessage) -> bytes:
+    if isinstance(m, pg.StreamStart):
+        return b"S" + struct.pack(">IB", m.xid, int(m.first))
+    if isinstance(m, pg.StreamStop):
+        return b"E"
+    if isinstance(m, pg.StreamCommit):
+        return b"c" + struct.pack(">IBQQq", m.xid, m.flags, m.commit_lsn, m.end_lsn,
+                                  m.commit_ts)
+    if isinstance(m, pg.StreamAbort):
+        return b"A" + struct.pack(">II", m.xid, m.subxid)
     if isinstance(m, pg.Begin):
         return b"B" + struct.pack(">QqI", m.final_lsn, m.commit_ts, m.xid)
     if isinstance(m, pg.Commit):
@@ -85,12 +104,47 @@ messages = st.one_of(
     st.builds(pg.Delete, u32, st.sampled_from("KO"), values),
     st.builds(pg.Truncate, st.integers(0, 3), st.lists(u32, max_size=5).map(tuple)),
     st.builds(pg.Message, st.integers(0, 1), u64, name, st.binary(max_size=40)),
+    st.builds(pg.StreamStart, u32, st.booleans()),
+    st.just(pg.StreamStop()),
+    st.builds(pg.StreamCommit, u32, st.just(0), u64, u64, i64),
+    st.builds(pg.StreamAbort, u32, u32),
+)
+# inside a streamed block: the change messages with their (sub)transaction's xid
+streamed_messages = st.one_of(
+    st.builds(pg.Relation, u32, name, name, st.sampled_from("dnfi"),
+              st.lists(column, max_size=6).map(tuple), u32),
+    st.builds(pg.Type, u32, name, name, u32),
+    st.builds(pg.Insert, u32, values, u32),
+    values.flatmap(lambda old: st.builds(pg.Update, u32, st.sampled_from("KO"), st.just(old),
+                                         values, u32)),
+    st.builds(pg.Delete, u32, st.sampled_from("KO"), values, u32),
+    st.builds(pg.Truncate, st.integers(0, 3), st.lists(u32, max_size=5).map(tuple), u32),
+    st.builds(pg.Message, st.integers(0, 1), u64, name, st.binary(max_size=40), u32),
 )
 
 
 @given(messages)
 def test_round_trip(msg: pg.PgOutputMessage) -> None:
     assert pg.decode(encode(msg)) == msg
+
+
+@given(streamed_messages)
+def test_round_trip_inside_a_streamed_block(msg: pg.PgOutputMessage) -> None:
+    decoder = pg.Decoder()
+    assert decoder.decode(encode(pg.StreamStart(9, True))) == pg.StreamStart(9, True)
+    assert decoder.decode(encode(msg)) == msg
+    assert decoder.decode(b"E") == pg.StreamStop()
+    plain = pg.decode(_encode(msg))  # after the block: no xid is read
+    assert decoder.decode(_encode(msg)) == plain and getattr(plain, "xid", None) is None
+
+
+def test_streamed_blocks_must_pair() -> None:
+    decoder = pg.Decoder()
+    with pytest.raises(pg.DecodeError, match="Stream Stop outside a streamed block"):
+        decoder.decode(b"E")
+    decoder.decode(encode(pg.StreamStart(5, True)))
+    with pytest.raises(pg.DecodeError, match="Stream Start of xid 6 inside"):
+        decoder.decode(encode(pg.StreamStart(6, False)))
 
 
 @given(messages, st.data())
