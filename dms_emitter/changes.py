@@ -5,6 +5,9 @@ removed and added columns). A schema change never stops it: pgoutput sends a new
 Relation message before the first change after an ALTER TABLE, and the rows from there
 on carry the new column list (the writer starts a new file with the new header).
 Lookups of unchanged TOAST values are the caller's I/O, passed in as a function.
+A transaction PostgreSQL streams while in progress (pgoutput protocol 2) is rendered as
+it comes and kept (dms_emitter.streamed) until Stream Commit hands its rows out, in the
+order and with the change numbers a whole transaction would have had.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from dms_emitter.dms_csv import (
     format_ts,
 )
 from dms_emitter.schema_change import SchemaChange, Shape, shape_of
+from dms_emitter.streamed import DEFAULT_MEMORY_BYTES, StreamedTransaction
 from pipeline_contract.dms_format.parquet_types import STRING_COLUMN, ColumnType, column_type
 from pipeline_contract.dms_format.source_types import PgType, SourceColumn, builtin
 from pipeline_contract.dms_format.table_mappings import (
@@ -116,8 +120,19 @@ class _Open:
     partition: str | None = None  # the commit date's folder (DatePartitionEnabled)
 
 
+@dataclass
+class _Pending:
+    """A streamed change's text values still missing unchanged TOAST values: they are
+    looked up at the commit, when the source shows what the transaction wrote."""
+
+    texts: list[str | None]
+    missing: list[int]
+    what: str
+
+
 class ChangeBuilder:
-    """Feed decoded pgoutput messages in order; `feed` returns a Transaction at each Commit."""
+    """Feed decoded pgoutput messages in order; `feed` returns a Transaction at each
+    Commit and Stream Commit."""
 
     def __init__(
         self, tables: Sequence[TableSpec], fmt: CsvFormat | None = None,
@@ -130,6 +145,7 @@ class ChangeBuilder:
         on_row: RowSink | None = None,
         seq_layout: str = LAYOUT_DMS,
         partitions: DatePartitioning | None = None,
+        stream_memory_bytes: int = DEFAULT_MEMORY_BYTES,
     ) -> None:
         if pk_update not in PK_UPDATE_MODES:
             raise ValueError(f"pk_update {pk_update!r}: expected one of {PK_UPDATE_MODES}")
@@ -160,6 +176,11 @@ class ChangeBuilder:
             t.plan.qualified: t.known_shape for t in tables}
         self._tables: dict[int, _Table] = {}  # by relation OID
         self._txn: _Open | None = None
+        self.stream_memory_bytes = stream_memory_bytes
+        self._streams: dict[int, StreamedTransaction] = {}  # in progress, by xid
+        self._stream: StreamedTransaction | None = None  # the block being read
+        self._subxid = 0  # the (sub)transaction of the streamed change being fed
+        self._size = 0  # its message's bytes
 
     def columns(self, qualified: str) -> tuple[str, ...] | None:
         """The source columns of a table as the last Relation message gave them."""
@@ -172,10 +193,25 @@ class ChangeBuilder:
     def in_transaction(self) -> bool:
         return self._txn is not None
 
-    def feed(self, msg: pg.PgOutputMessage, lsn: int | None = None) -> Transaction | None:
+    @property
+    def streamed_in_progress(self) -> int:
+        """Transactions streamed in part and not yet committed or aborted."""
+        return len(self._streams)
+
+    def feed(self, msg: pg.PgOutputMessage, lsn: int | None = None,
+             size: int = 0) -> Transaction | None:
         """`lsn`: the message's WAL position (XLogData's start), which numbers the change
-        in DMS's layout; without it, the transaction's commit position and the count."""
+        in DMS's layout; without it, the transaction's commit position and the count.
+        `size`: the message's bytes (what a streamed transaction holds in memory)."""
         self._lsn = lsn
+        if self._stream is not None and isinstance(msg, pg.Insert | pg.Update | pg.Delete):
+            table = self._tables.get(msg.relation_oid)
+            if table is not None:
+                self._subxid, self._size = msg.xid or self._stream.xid, size
+                self._change(table, msg)
+            return None
+        if isinstance(msg, pg.StreamStart | pg.StreamStop | pg.StreamAbort | pg.StreamCommit):
+            return self._streamed(msg)
         if isinstance(msg, pg.Relation):
             self._relation(msg)
         elif isinstance(msg, pg.Begin):
@@ -194,6 +230,49 @@ class ChangeBuilder:
                               "(AWS DMS does not replicate it from PostgreSQL either)")
         return None
 
+    def _streamed(self, msg: pg.StreamStart | pg.StreamStop | pg.StreamAbort
+                  | pg.StreamCommit) -> Transaction | None:
+        if isinstance(msg, pg.StreamStart):
+            if self._txn is not None:
+                raise ChangeError(f"pgoutput Stream Start of xid {msg.xid} inside a "
+                                  "transaction (no Commit seen)")
+            streamed = self._streams.get(msg.xid)
+            if streamed is None:
+                if not msg.first:
+                    raise ChangeError(f"pgoutput Stream Start of xid {msg.xid}: a later "
+                                      "block of a transaction whose first was not seen")
+                streamed = self._streams[msg.xid] = StreamedTransaction(
+                    msg.xid, self.stream_memory_bytes)
+            self._stream = streamed
+        elif isinstance(msg, pg.StreamStop):
+            self._stream = None
+        elif isinstance(msg, pg.StreamAbort):
+            streamed = self._streams.get(msg.xid)
+            if streamed is not None and msg.subxid == msg.xid:
+                del self._streams[msg.xid]
+                streamed.close()
+            elif streamed is not None:
+                streamed.abort(msg.subxid)
+        else:
+            return self._commit_streamed(msg)
+        return None
+
+    def _commit_streamed(self, msg: pg.StreamCommit) -> Transaction:
+        streamed = self._streams.pop(msg.xid, None)
+        if streamed is None:
+            raise ChangeError(f"pgoutput Stream Commit of xid {msg.xid}, never streamed")
+        txn = self._txn = _Open(msg.commit_lsn, msg.commit_ts)
+        try:
+            for at, op, values, before, position in streamed.committed_rows():
+                table = streamed.deref(at)
+                if isinstance(values, _Pending):
+                    values = self._finish(table, values)
+                self._lsn = position
+                self._emit(table, op, values, before)
+        finally:
+            self._txn = None
+        return Transaction.of_segments(msg.commit_lsn, msg.end_lsn, txn.rows.files())
+
     def _require_txn(self, what: str) -> _Open:
         if self._txn is None:
             raise ChangeError(f"pgoutput {what} outside a transaction (no Begin seen)")
@@ -211,7 +290,7 @@ class ChangeBuilder:
         shape = shape_of(source)
         before = self._shapes.get(qualified)
         if before is not None and shape != before:
-            lsn = self._txn.final_lsn if self._txn else 0
+            lsn = self._txn.final_lsn if self._txn else (self._lsn or 0)
             self.on_schema_change(SchemaChange(qualified, lsn, before, shape))
         self._shapes[qualified] = shape
         names = [c.name for c in source]
@@ -307,11 +386,21 @@ class ChangeBuilder:
                                       f"{what} on {qualified}: {exc.reason}") from None
             out.append(v)  # type: ignore[arg-type]
         if missing and filled and self.unchanged_toast == TOAST_LOOKUP:
+            if self._stream is not None:  # the source shows the values at the commit
+                return _Pending(out, missing, what)  # type: ignore[return-value]
             self._look_up(table, out, missing, what)
+        return self._render(table, out, what)
+
+    def _render(self, table: _Table, texts: list[str | None],
+                what: str) -> tuple[str | None, ...]:
         try:
-            return table.renderer.row(out)
+            return table.renderer.row(texts)
         except RenderError as exc:
-            raise ChangeError(f"{what} on {qualified}: {exc}") from None
+            raise ChangeError(f"{what} on {table.spec.plan.qualified}: {exc}") from None
+
+    def _finish(self, table: _Table, pending: _Pending) -> tuple[str | None, ...]:
+        self._look_up(table, pending.texts, pending.missing, pending.what)
+        return self._render(table, pending.texts, pending.what)
 
     def _look_up(self, table: _Table, out: list[str | None], missing: list[int],
                  what: str) -> None:
@@ -333,6 +422,11 @@ class ChangeBuilder:
     def _emit(self, table: _Table, op: str, values: tuple[str | None, ...],
               before: tuple[str | None, ...] | None = None) -> None:
         """`before`: the row's before-image values; None: NULL in each (I and D rows)."""
+        stream = self._stream
+        if stream is not None:  # kept, and numbered at its Stream Commit
+            stream.add(self._subxid, (stream.ref(table), op, values, before, self._lsn),
+                       self._size)
+            return
         txn = self._require_txn(op)
         txn.count += 1  # counts every change, written or not: the sequence stays stable
         if op not in self._ops:
