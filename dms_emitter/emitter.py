@@ -117,6 +117,8 @@ class EmitterConfig:
     # without mappings: the default ones add the key's before image ([dms]
     # before_image_columns)
     before_image: bool = True
+    # large transactions are read while in progress, when the server can stream them
+    stream_in_progress: bool = True
     # The whole checked [dms] section: a new setting is read from here (cfg.dms.<key>);
     # the fields above are the parts tests vary one at a time.
     dms: DmsSettings | None = None
@@ -178,7 +180,8 @@ class EmitterConfig:
                    task_start_time_for_full_load=d.use_task_start_time_for_full_load_timestamp,
                    mappings=mappings, fail_on_lob_truncation=d.fail_tasks_on_lob_truncation,
                    migration_type=d.migration_type, seq_layout=d.change_seq_layout,
-                   partitions=partitions, before_image=d.before_image_columns, dms=d)
+                   partitions=partitions, before_image=d.before_image_columns, dms=d,
+                   stream_in_progress=env.get(settings.ENV_STREAM_IN_PROGRESS, "1") != "0")
 
     @property
     def qualified(self) -> str:
@@ -586,6 +589,16 @@ class Emitter:
         batcher = Batcher(cfg.interval_s, cfg.size_bytes, cfg.quiet_s)
         specs = [TableSpec(t.plan, t.key, _shape(known.get(t.plan.qualified, {})))
                  for t in self.selected]
+
+        def add_row(folder: str, header: tuple[str, ...], line: str, types: tuple,
+                    partition: str) -> None:
+            # a row's batch may let the slot be confirmed up to the last transaction
+            # complete before the row's own (seen_end, while its transaction is read)
+            batcher.add_row(folder, header, line, time.monotonic(), types, partition,
+                            seen_end)
+            if batcher.size_reached():  # mid-transaction: a huge one stays bounded
+                self.write_batch(batcher, builder.last_change, time.monotonic())
+
         builder = ChangeBuilder(
             specs, cfg.fmt, warn=self.log, types=reader.types, options=cfg.render,
             pk_update=cfg.pk_update, unchanged_toast=cfg.unchanged_toast,
@@ -593,13 +606,14 @@ class Emitter:
             on_schema_change=self.schema_changed,
             fail_on_lob_truncation=cfg.fail_on_lob_truncation, seq_layout=cfg.seq_layout,
             partitions=cfg.partitions,
-            # a row's batch may let the slot be confirmed up to the last transaction
-            # complete before the row's own (seen_end, while its transaction is read)
-            on_row=lambda folder, header, line, types, partition: batcher.add_row(
-                folder, header, line, time.monotonic(), types, partition, seen_end))
+            on_row=add_row)
         self.folders = {t.plan.folder: t.plan.qualified for t in self.selected}
-        conn.start(cfg.slot, [cfg.publication, repl.inserts_publication(cfg.publication)])
-        self.log(f"streaming from slot {cfg.slot} at {pg.format_lsn(confirmed)}")
+        streaming = conn.start(cfg.slot, [cfg.publication,
+                                          repl.inserts_publication(cfg.publication)],
+                               streaming=cfg.stream_in_progress)
+        decoder = pg.Decoder()
+        self.log(f"streaming from slot {cfg.slot} at {pg.format_lsn(confirmed)}"
+                 + (" (large transactions while in progress)" if streaming else ""))
         seen_end = confirmed  # end LSN of the last complete transaction received
         last_status = time.monotonic()
         next_check = last_status + cfg.selection_check_s
@@ -621,12 +635,11 @@ class Emitter:
                         last_status = time.monotonic()
                     continue
                 server_end = max(server_end, item.end_lsn)
-                txn = builder.feed(pg.decode(item.payload), item.start_lsn)
+                txn = builder.feed(decoder.decode(item.payload), item.start_lsn,
+                                   len(item.payload))
                 batcher.mid_transaction = builder.in_transaction
                 if txn is not None:
                     seen_end = max(seen_end, txn.end_lsn)
-                if batcher.size_reached():  # mid-read: a huge transaction stays bounded
-                    self.write_batch(batcher, builder.last_change, time.monotonic())
             now = time.monotonic()
             # a stop inside a transaction writes nothing more: the slot replays it whole
             stop_flush = self.stopping and not builder.in_transaction

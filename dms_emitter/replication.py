@@ -307,6 +307,10 @@ class SourceReader:
         return None if row is None else dict(zip(columns, row, strict=True))
 
 
+# pgoutput's protocol version 2 and its `streaming` option (PostgreSQL 14 release notes)
+STREAMING_SINCE = 140000
+
+
 class ReplicationConnection:
     """A `replication=database` connection: slot creation and the pgoutput stream."""
 
@@ -334,15 +338,22 @@ class ReplicationConnection:
         assert row is not None
         return pg.parse_lsn(row[1]), row[2]
 
-    def start(self, slot: str, publications: list[str], start_lsn: int = 0) -> None:
+    def start(self, slot: str, publications: list[str], start_lsn: int = 0,
+              streaming: bool = False) -> bool:
+        """Start the pgoutput stream. `streaming`: ask for large in-progress transactions
+        too (protocol 2, PostgreSQL 14+); returns whether the server was asked."""
         names = ",".join('"' + _ident(p) + '"' for p in publications)
+        streaming = streaming and self.pgconn.server_version >= STREAMING_SINCE
+        options = (f"proto_version '2', publication_names '{names}', streaming 'on'"
+                   if streaming else f"proto_version '1', publication_names '{names}'")
         query = (f"START_REPLICATION SLOT {_ident(slot)} LOGICAL {pg.format_lsn(start_lsn)} "
-                 f"(proto_version '1', publication_names '{names}')")
+                 f"({options})")
         self.pgconn.send_query(query.encode())
         res = self.pgconn.get_result()
         if res is None or res.status != pq.ExecStatus.COPY_BOTH:
             err = res.error_message.decode(errors="replace") if res else "no result"
             raise ReplicationLost(f"START_REPLICATION on slot {slot!r} failed: {err}")
+        return streaming
 
     def read(self, timeout: float, limit: int = 5000) -> list[pg.XLogData | pg.Keepalive]:
         """Up to `limit` messages; waits at most `timeout` seconds for the first one."""

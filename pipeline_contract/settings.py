@@ -69,6 +69,8 @@ ENV_JARS_DIR = "CDCLAB_JARS_DIR"  # where bootstrap put the resolved jars
 ENV_BATCH_INTERVAL = "CDCLAB_BATCH_INTERVAL_SECONDS"  # overrides dms.cdc_max_batch_interval
 ENV_BATCH_SIZE_KB = "CDCLAB_BATCH_SIZE_KB"  # overrides dms.cdc_min_file_size_kb
 ENV_BATCH_QUIET = "CDCLAB_BATCH_QUIET_SECONDS"  # the lab's quiet cut (0: off)
+# "0": the emitter takes whole transactions only (pgoutput protocol 1), never streamed
+ENV_STREAM_IN_PROGRESS = "CDCLAB_STREAM_IN_PROGRESS"
 ENV_WATCH_INTERVAL = "CDCLAB_WATCH_INTERVAL_SECONDS"  # watcher listing period
 ENV_DRIVER_JIT = "CDCLAB_DRIVER_JIT"  # the local Spark driver's JIT: tiered (default) | c1
 # seconds of work the local Spark driver spends warming its JIT while no run uses it (0: off)
