@@ -30,6 +30,7 @@ from dms_emitter.dms_csv import (
     OP_INSERT,
     OP_UPDATE,
     CsvFormat,
+    encode_fields,
     encode_line,
     format_ts,
 )
@@ -100,6 +101,7 @@ class _Table:
     key: list[int]
     folder: str = ""
     plain: bool = False  # all columns kept and only the change sequence added
+    seq_only: bool = False  # the change sequence is the only column added
     types: tuple[ColumnType, ...] = ()  # Parquet: every written column's, Op included
     before: list[int] = field(default_factory=list)  # columns with a before-image column
 
@@ -117,7 +119,11 @@ class _Open:
     number: int = -1  # the last change number given (DMS layout)
     time_prefix: str = ""  # DMS layout: the commit time part, the same for every row
     prefixes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # by Op
+    encoded_prefixes: dict[str, str] = field(default_factory=dict)  # by Op, streamed rows
     partition: str | None = None  # the commit date's folder (DatePartitionEnabled)
+
+
+_TUPLE, _ENCODED = 0, 1  # a streamed row kept as its values, or as its encoded parts
 
 
 @dataclass
@@ -262,9 +268,18 @@ class ChangeBuilder:
         if streamed is None:
             raise ChangeError(f"pgoutput Stream Commit of xid {msg.xid}, never streamed")
         txn = self._txn = _Open(msg.commit_lsn, msg.commit_ts)
+        d, end = self._line_fmt.delimiter, self._line_fmt.row_delimiter
+        time_prefix = dms_time_prefix(msg.commit_ts)
         try:
-            for at, op, values, before, position in streamed.committed_rows():
+            for kind, at, op, values, before, position in streamed.committed_rows():
                 table = streamed.deref(at)
+                if kind == _ENCODED:  # the rest of its line is known now
+                    prefix = self._prefix(txn, op)
+                    seq = dms_change_seq(msg.commit_ts, position, time_prefix)
+                    line = (f"{prefix}{values}{d}{seq}{end}" if before is None
+                            else f"{prefix}{values}{d}{seq}{d}{before}{end}")
+                    self._hand_out(table, line, txn)
+                    continue
                 if isinstance(values, _Pending):
                     values = self._finish(table, values)
                 self._lsn = position
@@ -272,6 +287,42 @@ class ChangeBuilder:
         finally:
             self._txn = None
         return Transaction.of_segments(msg.commit_lsn, msg.end_lsn, txn.rows.files())
+
+    def _prefix(self, txn: _Open, op: str) -> str:
+        """The encoded fields before a row's values (Op, commit time), delimiter included."""
+        prefix = txn.encoded_prefixes.get(op)
+        if prefix is None:
+            fields = self.fmt.fields(op if self._op_column else None,
+                                     format_ts(pg.pg_timestamp(txn.commit_ts)), ())
+            prefix = txn.encoded_prefixes[op] = (
+                encode_fields(fields, self._line_fmt) + self._line_fmt.delimiter
+                if fields else "")
+        return prefix
+
+    def _keep_streamed(self, stream: StreamedTransaction, table: _Table, op: str,
+                       values: tuple[str | None, ...] | _Pending,
+                       before: tuple[str | None, ...] | None) -> None:
+        """A streamed change, kept until its commit: encoded now, but for the commit's
+        time and the change sequence's, when DMS's layout numbers it by its WAL position
+        (the lsn layout numbers it by its commit and count: it is encoded then)."""
+        if (not self.dms_layout or not table.seq_only or isinstance(values, _Pending)):
+            stream.add(self._subxid, (_TUPLE, stream.ref(table), op, values, before,
+                                      self._lsn), self._size)
+            return
+        if op not in self._ops:
+            return  # CdcInsertsOnly / CdcInsertsAndUpdates: never numbered
+        if self._lsn:
+            position = self._lsn
+        else:  # fed without WAL positions (unit tests, benchmarks): stream order
+            self._fallback += 1
+            position = self._fallback
+        stream.number = max(position, stream.number + 1)  # one WAL record, several rows
+        fmt = self._line_fmt
+        left = encode_fields(values if table.plain else [values[i] for i in table.kept], fmt)
+        right = (encode_fields(before or (None,) * len(table.before), fmt)
+                 if table.before else None)
+        stream.add(self._subxid, (_ENCODED, stream.ref(table), op, left, right,
+                                  stream.number), self._size)
 
     def _require_txn(self, what: str) -> _Open:
         if self._txn is None:
@@ -321,9 +372,10 @@ class ChangeBuilder:
                      *(column_type(source[i].type, self.options) for i in kept),
                      *(STRING_COLUMN,) * len(added),
                      *(column_type(source[i].type, self.options) for i in before))
+        seq_only = len(added) == 1 and added[0].expression == CHANGE_SEQ_EXPRESSION
         self._tables[rel.oid] = _Table(spec, source, shape, renderer, kept,
                                        spec.plan.header(names, before), key,
-                                       spec.plan.folder, plain, types, before)
+                                       spec.plan.folder, plain, seq_only, types, before)
 
     def _change(self, table: _Table, msg: pg.Insert | pg.Update | pg.Delete) -> None:
         if isinstance(msg, pg.Insert):
@@ -423,9 +475,8 @@ class ChangeBuilder:
               before: tuple[str | None, ...] | None = None) -> None:
         """`before`: the row's before-image values; None: NULL in each (I and D rows)."""
         stream = self._stream
-        if stream is not None:  # kept, and numbered at its Stream Commit
-            stream.add(self._subxid, (stream.ref(table), op, values, before, self._lsn),
-                       self._size)
+        if stream is not None:
+            self._keep_streamed(stream, table, op, values, before)
             return
         txn = self._require_txn(op)
         txn.count += 1  # counts every change, written or not: the sequence stays stable
@@ -454,7 +505,9 @@ class ChangeBuilder:
             if before is None:
                 before = (None,) * len(table.before)
             row = (*prefix, *table.spec.plan.row(table.kept, values, seq, before))
-        line = encode_line(row, self._line_fmt)
+        self._hand_out(table, encode_line(row, self._line_fmt), txn)
+
+    def _hand_out(self, table: _Table, line: str, txn: _Open) -> None:
         self.last_change[table.folder] = (txn.final_lsn, txn.commit_ts)
         if txn.partition is None:  # "based on transaction commit dates"
             txn.partition = self.partitions.folder(pg.pg_timestamp(txn.commit_ts))

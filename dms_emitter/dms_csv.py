@@ -158,10 +158,16 @@ class WritingClock:
 
 
 def encode_line(fields: Iterable[str | None], fmt: CsvFormat = CsvFormat()) -> str:
+    return encode_fields(fields, fmt) + fmt.row_delimiter
+
+
+def encode_fields(fields: Iterable[str | None], fmt: CsvFormat = CsvFormat()) -> str:
+    """Fields joined by the delimiter, no row delimiter: two parts joined by the delimiter
+    are the line of their fields together."""
     # one loop, no call per field: this runs for every field of every change
     d, null, empty = fmt.delimiter, fmt.null_value, '""' if fmt.quote_empty else ""
     if not fmt.rfc4180:
-        return d.join(null if v is None else v for v in fields) + fmt.row_delimiter
+        return d.join(null if v is None else v for v in fields)
     out = []
     for v in fields:
         if v is None:
@@ -172,7 +178,7 @@ def encode_line(fields: Iterable[str | None], fmt: CsvFormat = CsvFormat()) -> s
             out.append(v)
         else:
             out.append('"' + v.replace('"', '""') + '"')
-    return d.join(out) + fmt.row_delimiter
+    return d.join(out)
 
 
 def encode_row(row: DmsRow, fmt: CsvFormat = CsvFormat(), op: bool = True) -> str:

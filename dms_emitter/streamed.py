@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Iterator
 from typing import IO, Any
 
-DEFAULT_MEMORY_BYTES = 32 * 2**20
+DEFAULT_MEMORY_BYTES = 16 * 2**20  # of messages: about 25 MB of rendered rows
 _LENGTH = struct.Struct(">Q")
 ROW_OVERHEAD = 64  # bytes counted per row besides its message, for tiny changes
 
@@ -31,6 +31,7 @@ class StreamedTransaction:
         self.rows: list[Any] = []  # the newest rows, in memory
         self.held = 0  # bytes counted for self.rows
         self.count = 0  # rows added so far: the next row's number
+        self.number = -1  # the last change number given (its owner's, DMS's layout)
         self._first: dict[int, int] = {}  # subxid -> number of its first row
         self.dropped: list[tuple[int, int]] = []  # [start, end) row numbers rolled back
         self._refs: list[object] = []

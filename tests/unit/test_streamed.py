@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from dms_emitter import pgoutput as pg
 from dms_emitter.batching import Transaction
 from dms_emitter.changes import ChangeBuilder, ChangeError, one_table
+from dms_emitter.dms_csv import CsvFormat
 from dms_emitter.streamed import StreamedTransaction
 from tests.unit.test_pgoutput import REL, ROW
 
@@ -19,8 +20,9 @@ COMMIT = pg.StreamCommit(TOP, 0, 9_000, 9_100, 86_400_000_000)
 OTHER = 800  # a small transaction committed between the blocks
 
 
-def builder(memory_bytes: int = 1 << 20, **options: object) -> ChangeBuilder:
-    b = one_table("public", "hosts_demo", ["id"], before_image=True,
+def builder(memory_bytes: int = 1 << 20, before_image: bool = True,
+            **options: object) -> ChangeBuilder:
+    b = one_table("public", "hosts_demo", ["id"], before_image=before_image,
                   stream_memory_bytes=memory_bytes, **options)
     b.feed(REL)
     return b
@@ -49,8 +51,17 @@ block = st.tuples(st.sampled_from(["top", "kept", "rolled back"]),
                   st.lists(change, min_size=1, max_size=6))
 
 
-def whole(changes: list[Change]) -> list[str]:
-    b = builder()
+# how the files are written: DMS's change sequence or the lab's, before images or not,
+# every Op or some, other delimiters
+OPTIONS = [{}, {"before_image": False}, {"seq_layout": "lsn"},
+           {"fmt": CsvFormat(cdc_ops=("I", "U"))},
+           # no Op and no timestamp column: a row is its values and change sequence
+           {"fmt": CsvFormat(cdc_ops=("I",), op_for_full_load=False, timestamp_column="",
+                             delimiter="|", null_value="NULL")}]
+
+
+def whole(changes: list[Change], **options: object) -> list[str]:
+    b = builder(**options)
     b.feed(pg.Begin(COMMIT.commit_lsn, COMMIT.commit_ts, TOP))
     for c in changes:
         b.feed(c.msg, c.lsn)
@@ -94,10 +105,11 @@ def _fields(msg: pg.Insert | pg.Delete) -> tuple:
         msg.relation_oid, msg.old_kind, msg.old)
 
 
-@settings(max_examples=150, deadline=None)
-@given(st.lists(block, min_size=1, max_size=5), st.data(), st.sampled_from([64, 1 << 20]))
+@settings(max_examples=200, deadline=None)
+@given(st.lists(block, min_size=1, max_size=5), st.data(), st.sampled_from([64, 1 << 20]),
+       st.sampled_from(OPTIONS))
 def test_streamed_rows_equal_the_whole_transactions(blocks: list, data: st.DataObject,
-                                                    memory_bytes: int) -> None:
+                                                    memory_bytes: int, options: dict) -> None:
     changes, kept, aborts = [], [], {}
     lsn = 1_000
     for n, (kind, msgs) in enumerate(blocks):
@@ -112,9 +124,9 @@ def test_streamed_rows_equal_the_whole_transactions(blocks: list, data: st.DataO
             aborts[subxid] = len(changes) - 1
     cuts = set(data.draw(st.lists(st.integers(1, len(changes) - 1), max_size=4))
                if len(changes) > 1 else [])
-    b = builder(memory_bytes)
+    b = builder(memory_bytes, **options)
     lines, others = streamed(b, changes, cuts, aborts)
-    assert lines == whole(kept)
+    assert lines == whole(kept, **options)
     assert [len(t.lines) for t in others] == [1] * len(cuts)
 
 
