@@ -905,7 +905,7 @@ def classify_and_merge(spark, spec: dict, view: str, phases: Phases,
     phases.done("dedup and classify")
 
     updates = ", ".join(f"t.{q(n)} = s.{q(n)}" for n in names if n not in keys)
-    spark.sql(f"""
+    merge_into(spark, silver, f"""
         MERGE INTO {silver} t
         USING (SELECT * FROM {view}_src WHERE {ACTION} IN ('insert', 'update', 'delete')) s
         ON {_on(keys, 't', 's')} AND {key_within(f't.{first}', spec, key_range)}
@@ -918,6 +918,28 @@ def classify_and_merge(spark, spec: dict, view: str, phases: Phases,
     phases.done("merge into silver")
     src.unpersist()  # the runner's session is warm and shared by later runs
     return counts, old_keys_deleted, [now - t for t in applied_ts]
+
+
+MERGE_ON_READ = {f"write.{op}.mode": "merge-on-read" for op in ("delete", "update", "merge")}
+
+
+def merge_into(spark, table: str, statement: str) -> None:
+    """Run a MERGE INTO `table`. A copy-on-write table (a table made outside this job, with
+    Iceberg's default modes) refuses it at analysis: its rewrite reads the source once more
+    to find the files to replace, and the source numbers the records it reads
+    (monotonically_increasing_id). The error then says which table, and how to set it."""
+    try:
+        spark.sql(statement)
+    except Exception as exc:
+        if "INVALID_NON_DETERMINISTIC_EXPRESSIONS" not in str(exc):
+            raise
+        have = table_properties(spark, table)
+        modes = {k: have.get(k, "copy-on-write") for k in MERGE_ON_READ}
+        raise RuntimeError(
+            f"MERGE INTO {table} refused: the table is copy-on-write ({modes}); this job "
+            "writes merge-on-read, as the tables it creates are. Set it: ALTER TABLE "
+            f"{table} SET TBLPROPERTIES ("
+            + ", ".join(f"'{k}'='{v}'" for k, v in MERGE_ON_READ.items()) + ")") from exc
 
 
 COUNTS = ("files", "rows_read", "quarantined", "valid", "inserted", "updated", "deleted",

@@ -398,3 +398,39 @@ def test_a_full_load_is_appended_where_silver_holds_none_of_its_keys(
             silver, tombs = apply_batch(silver, tombs, batch)
             assert (by_bounds in lab.run_log(m)) == (batch is apart)
         assert tables.read()[:2] == (silver, tombs)
+
+
+SET_WRITE_MODES_JOB = """
+import sys
+from awsglue.context import GlueContext
+from awsglue.utils import getResolvedOptions
+from pyspark.context import SparkContext
+args = getResolvedOptions(sys.argv, ["table", "mode"])
+spark = GlueContext(SparkContext.getOrCreate()).spark_session
+spark.sql(f"ALTER TABLE {args['table']} SET TBLPROPERTIES (" + ", ".join(
+    f"'write.{op}.mode'='{args['mode']}'" for op in ("delete", "update", "merge")) + ")")
+"""
+
+
+def test_a_copy_on_write_silver_is_refused_with_how_to_set_it(iceberg_rest: dict, fresh_lake,
+                                                              tmp_path: Path) -> None:
+    """A silver made copy-on-write elsewhere: the run fails naming the table and the
+    properties to set, loses nothing, and the next run after the fix applies the file."""
+    with job_lab(iceberg_rest, tmp_path) as lab:
+        lab.upload("LOAD00000001.csv", dms_csv(FULL_LOAD))
+        lab.run()
+        silver = hosts_spec(lab.p)["silver_table"]
+        script = tmp_path / "set_write_modes.py"
+        script.write_text(SET_WRITE_MODES_JOB)
+        lab.glue.create_job(Name="set_write_modes", Role="r",
+                            Command={"Name": "glueetl", "ScriptLocation": str(script)},
+                            DefaultArguments={"--table": silver})
+        run_job(lab.glue, lab.endpoint, "set_write_modes", arguments={"--mode": "copy-on-write"})
+        lab.upload("20260105-090320000.csv", dms_csv(CDC_B))
+        with pytest.raises(AssertionError, match=(
+                rf"MERGE INTO {silver} refused: the table is copy-on-write.*ALTER TABLE "
+                rf"{silver} SET TBLPROPERTIES \('write.delete.mode'='merge-on-read'")):
+            lab.run()
+        run_job(lab.glue, lab.endpoint, "set_write_modes", arguments={"--mode": "merge-on-read"})
+        lab.run()  # the failed run kept no bookmark: its file comes again
+        assert lab.tables.read()[:2] == apply_batch({}, {}, FULL_LOAD + CDC_B)
