@@ -288,12 +288,31 @@ class ChangeBuilder:
             self._txn = None
         return Transaction.of_segments(msg.commit_lsn, msg.end_lsn, txn.rows.files())
 
+    def _next_number(self, last: int) -> int:
+        """DMS's layout: the change's number, its WAL position (or the next one after
+        `last`: one WAL record, several rows)."""
+        if self._lsn:
+            position = self._lsn
+        else:  # fed without WAL positions (unit tests, benchmarks): stream order
+            self._fallback += 1
+            position = self._fallback
+        return max(position, last + 1)
+
+    def _op_prefix(self, txn: _Open, op: str) -> tuple[str, ...]:
+        """The fields before a row's values (Op, commit time): the same for every row of
+        the transaction with that Op."""
+        prefix = txn.prefixes.get(op)
+        if prefix is None:
+            ts = format_ts(pg.pg_timestamp(txn.commit_ts))
+            prefix = txn.prefixes[op] = tuple(self.fmt.fields(
+                op if self._op_column else None, ts, ()))
+        return prefix
+
     def _prefix(self, txn: _Open, op: str) -> str:
         """The encoded fields before a row's values (Op, commit time), delimiter included."""
         prefix = txn.encoded_prefixes.get(op)
         if prefix is None:
-            fields = self.fmt.fields(op if self._op_column else None,
-                                     format_ts(pg.pg_timestamp(txn.commit_ts)), ())
+            fields = self._op_prefix(txn, op)
             prefix = txn.encoded_prefixes[op] = (
                 encode_fields(fields, self._line_fmt) + self._line_fmt.delimiter
                 if fields else "")
@@ -311,12 +330,7 @@ class ChangeBuilder:
             return
         if op not in self._ops:
             return  # CdcInsertsOnly / CdcInsertsAndUpdates: never numbered
-        if self._lsn:
-            position = self._lsn
-        else:  # fed without WAL positions (unit tests, benchmarks): stream order
-            self._fallback += 1
-            position = self._fallback
-        stream.number = max(position, stream.number + 1)  # one WAL record, several rows
+        stream.number = self._next_number(stream.number)
         fmt = self._line_fmt
         left = encode_fields(values if table.plain else [values[i] for i in table.kept], fmt)
         right = (encode_fields(before or (None,) * len(table.before), fmt)
@@ -482,18 +496,9 @@ class ChangeBuilder:
         txn.count += 1  # counts every change, written or not: the sequence stays stable
         if op not in self._ops:
             return  # CdcInsertsOnly / CdcInsertsAndUpdates
-        prefix = txn.prefixes.get(op)
-        if prefix is None:  # Op and commit time: the same for every row of the transaction
-            ts = format_ts(pg.pg_timestamp(txn.commit_ts))
-            prefix = txn.prefixes[op] = tuple(self.fmt.fields(
-                op if self._op_column else None, ts, ()))
+        prefix = self._op_prefix(txn, op)
         if self.dms_layout:
-            if self._lsn:
-                position = self._lsn
-            else:  # fed without WAL positions (unit tests, benchmarks): stream order
-                self._fallback += 1
-                position = self._fallback
-            txn.number = max(position, txn.number + 1)  # one WAL record, several rows
+            txn.number = self._next_number(txn.number)
             if not txn.time_prefix:
                 txn.time_prefix = dms_time_prefix(txn.commit_ts)
             seq = dms_change_seq(txn.commit_ts, txn.number, txn.time_prefix)
