@@ -121,6 +121,18 @@ def test_full_load_then_cdc_as_a_service(postgres, s3_env, tmp_path: Path) -> No
     assert "stopped cleanly" in ctx.log_path("emitter").read_text()
 
 
+def run_in_thread(emitter: Emitter, errors: list[BaseException]) -> threading.Thread:
+    """The emitter on a daemon thread; what it raises goes to `errors`."""
+    def target() -> None:
+        try:
+            emitter.run()
+        except BaseException as exc:  # noqa: BLE001 - reported to the test thread
+            errors.append(exc)
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread
+
+
 class Crash(Exception):
     pass
 
@@ -160,16 +172,7 @@ def test_crash_before_confirm_replays_and_loses_nothing(postgres, s3_env, tmp_pa
     table_files = sink.child(f"{PIPE.source.schema}/{PIPE.source.table}")
     crashing = CrashAfterPut(sink)
     errors: list[BaseException] = []
-
-    def run(emitter: Emitter) -> threading.Thread:
-        def target() -> None:
-            try:
-                emitter.run()
-            except BaseException as exc:  # noqa: BLE001 - reported to the test thread
-                errors.append(exc)
-        t = threading.Thread(target=target, daemon=True)
-        t.start()
-        return t
+    run = partial(run_in_thread, errors=errors)
 
     try:
         first = Emitter(cfg, crashing, log=lambda _m: None)

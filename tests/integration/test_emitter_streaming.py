@@ -20,6 +20,7 @@ from tests.integration.test_emitter import (
     read_files,
     replay,
     reset_source,
+    run_in_thread,
     s3_env,  # noqa: F401 - fixture
     source_rows,
     wait_for,
@@ -66,14 +67,7 @@ def test_streamed_and_whole_transactions_write_the_same_rows(postgres, s3_env,  
             slot=slot, stream_in_progress=streaming)
         sink = S3Sink(PIPE.lake.bronze_bucket, f"streamtest-{slot}/{PIPE.dms.bucket_folder}")
         emitter = Emitter(cfg, sink, log=lambda _m: None)
-
-        def target(emitter: Emitter = emitter) -> None:
-            try:
-                emitter.run()
-            except BaseException as exc:  # noqa: BLE001 - reported to the test thread
-                errors.append(exc)
-        thread = threading.Thread(target=target, daemon=True)
-        thread.start()
+        thread = run_in_thread(emitter, errors)
         runs[streaming] = (emitter, sink.child(f"{PIPE.source.schema}/{PIPE.source.table}"),
                            thread)
         # one after the other: a slot is made once the transactions running then end
