@@ -87,9 +87,15 @@ TYPE_PATTERNS = {"smallint": INTEGER_PATTERN, "int": INTEGER_PATTERN,
                  "bigint": INTEGER_PATTERN, "float": FLOAT_PATTERN, "double": FLOAT_PATTERN,
                  "boolean": BOOLEAN_PATTERN, "date": DATE_PATTERN, "timestamp": TS_PATTERN}
 
-TABLE_PROPERTIES = """TBLPROPERTIES ('format-version'='2', 'write.format.default'='parquet',
-  'write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read',
-  'write.merge.mode'='merge-on-read')"""
+MERGE_ON_READ = {f"write.{op}.mode": "merge-on-read" for op in ("delete", "update", "merge")}
+
+
+def properties_sql(properties: dict[str, str]) -> str:
+    return "(" + ", ".join(f"'{k}'='{v}'" for k, v in properties.items()) + ")"
+
+
+TABLE_PROPERTIES = "TBLPROPERTIES " + properties_sql(
+    {"format-version": "2", "write.format.default": "parquet", **MERGE_ON_READ})
 QUARANTINE_DDL = """CREATE TABLE IF NOT EXISTS {table} (
   source_file STRING, record_number BIGINT, line_number BIGINT, reason STRING,
   raw_fields STRING, run_id STRING, quarantined_at TIMESTAMP)
@@ -920,9 +926,6 @@ def classify_and_merge(spark, spec: dict, view: str, phases: Phases,
     return counts, old_keys_deleted, [now - t for t in applied_ts]
 
 
-MERGE_ON_READ = {f"write.{op}.mode": "merge-on-read" for op in ("delete", "update", "merge")}
-
-
 def merge_into(spark, table: str, statement: str) -> None:
     """Run a MERGE INTO `table`. A copy-on-write table (a table made outside this job, with
     Iceberg's default modes) refuses it at analysis: its rewrite reads the source once more
@@ -938,8 +941,7 @@ def merge_into(spark, table: str, statement: str) -> None:
         raise RuntimeError(
             f"MERGE INTO {table} refused: the table is copy-on-write ({modes}); this job "
             "writes merge-on-read, as the tables it creates are. Set it: ALTER TABLE "
-            f"{table} SET TBLPROPERTIES ("
-            + ", ".join(f"'{k}'='{v}'" for k, v in MERGE_ON_READ.items()) + ")") from exc
+            f"{table} SET TBLPROPERTIES {properties_sql(MERGE_ON_READ)}") from exc
 
 
 COUNTS = ("files", "rows_read", "quarantined", "valid", "inserted", "updated", "deleted",
@@ -1063,8 +1065,7 @@ def keep_metadata_files(spark, spec: dict, silver_properties: dict[str, str]) ->
                 else table_properties(spark, table))
         missing = {k: v for k, v in METADATA_CLEANUP.items() if have.get(k) != v}
         if missing:
-            spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ("
-                      + ", ".join(f"'{k}'='{v}'" for k, v in missing.items()) + ")")
+            spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES {properties_sql(missing)}")
 
 
 def mark_upkeep(spark, table: str, now: float) -> None:
