@@ -1010,10 +1010,15 @@ def file_bytes(spark, paths: list[str]) -> int | None:
         return None
 
 
-def input_left(spark, bronze_df, metrics: dict, bounded_files: int, bounded_size: int) -> bool:
+def input_left(spark, bronze_df, metrics: dict, bounded_files: int, bounded_size: int,
+               guarded: bool = False) -> bool:
     """Did this table's read stop at the cap, so input may be waiting ("backlog")? Glue
     does not say; a run that read as many files (or bytes) as the cap reports it, and a
-    follow-up run finds the rest, or nothing."""
+    follow-up run finds the rest, or nothing. A read the input guard narrowed always
+    does: it is one step of the guard's search, and its count proves nothing, since the
+    files it chose may be gone (quarantined meanwhile) when Spark lists them."""
+    if guarded:
+        return True
     if bounded_size <= 0 and bounded_files <= 0:
         return False
     files = input_files(bronze_df)
@@ -1555,9 +1560,8 @@ def main() -> None:
                 if guard:
                     guard.failed(spec["name"], e)
                 raise
-        # the guard's cap is this read's boundedFiles: input waits if it read as many
-        table_metrics["backlog"] = input_left(spark, bronze, table_metrics,
-                                              cap or bounded_files, 0 if cap else bounded_size)
+        table_metrics["backlog"] = input_left(spark, bronze, table_metrics, bounded_files,
+                                              bounded_size, guarded=cap is not None)
         table_metrics["maintenance"] = upkeep(spark, spec, plan, table_metrics["backlog"])
         per_table[spec["name"]] = table_metrics
     metrics = {"job": args["JOB_NAME"], **summarize(run_id, per_table),

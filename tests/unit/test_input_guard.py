@@ -127,6 +127,53 @@ def test_a_poison_object_is_skipped_within_a_few_runs_and_nothing_else_is(case):
     assert failed_by_poison <= 2 * math.ceil(math.log2(bound)) + 2
 
 
+class NoFiles:
+    """A frame Spark cannot trace to files: input_left counts the run's metrics only."""
+
+    def inputFiles(self):  # noqa: N802 (Spark's name)
+        raise RuntimeError("no files")
+
+
+@given(pipelines(), st.integers(1, 30), st.booleans())
+def test_no_good_file_is_stranded_when_the_poison_is_quarantined_mid_search(
+        case, later, raced):
+    """A run started before the poison's own S3 event was handled reads it and fails;
+    the guard searches; the Lambda moves the poison aside `later` runs after the first
+    failure. `raced`: it vanishes between that run's choice and Spark's listing, so the
+    run reads less than it chose. The watcher forgets the objects of a run that succeeded
+    without a backlog (only a later upload would bring them back): each good file must
+    be read before that happens."""
+    files, poison, bound, _ = case
+    if poison is None:
+        poison = files // 2
+    names, bad = [f"f{i:03d}" for i in range(files)], f"f{poison:03d}"
+    queue, guard, gone_at = list(names), {}, None  # the bookmark's unread files, oldest first
+    for run in range(1, 400):
+        if gone_at is not None and (run > gone_at or (run == gone_at and not raced)):
+            queue = [n for n in queue if n != bad]
+        if not [n for n in queue if n != bad]:
+            return  # every good file was read
+        cap, skip = job.plan_read(guard, "public.t")
+        chosen = queue[:min(cap or bound, bound)]
+        seen = [n for n in chosen if not (gone_at is not None and run >= gone_at and n == bad)]
+        if skip is not None and chosen == [skip]:
+            guard = job.note_success(guard, {"public.t": chosen},
+                                     [{"table": "public.t", "file": skip}])
+            metrics: dict = {"files": 0}
+        elif bad in seen:
+            guard = job.note_failure(guard, inflight(f"r{run}", seen))
+            gone_at = run + later if gone_at is None else gone_at
+            continue  # failed: the watcher keeps its objects pending
+        else:
+            guard = job.note_success(guard, {"public.t": seen}, [])
+            metrics = {"files": len(seen)}
+        queue = queue[len(chosen):]  # the bookmark passes what the run chose
+        if not job.input_left(None, NoFiles(), metrics, bound, 0, guarded=cap is not None):
+            stranded = [n for n in queue if n != bad]
+            assert not stranded, f"run {run} reported no backlog; never read: {stranded}"
+    raise AssertionError("the pipeline never drained")
+
+
 def test_suspects_that_are_no_longer_there_end_the_search():
     """The run read files, none of them a suspect (the suspects were removed, or another
     run committed them): keeping them would cap every later run for good."""
