@@ -182,7 +182,8 @@ def jars_dir() -> Path:
 
 
 def minio_binary() -> Path:
-    return cache_dir() / "bin" / f"minio-{versions()['MINIO_VERSION']}"
+    v = versions()
+    return cache_dir() / "bin" / f"minio-{v['MINIO_VERSION']}-{v['MINIO_FIX']}"
 
 
 def spark_jars() -> list[Path]:

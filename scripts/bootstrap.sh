@@ -2,7 +2,7 @@
 # Installs what is missing, idempotently. Downloads are cached outside the repo in
 # $CDCLAB_CACHE (default ~/.cache/cdclab) so a fresh clone on a warm machine is quick.
 # Everything is resolved by name/coordinates with its own ecosystem's tool:
-# Python by uv/pip, JVM jars by Maven coordinates, MinIO by `go install`.
+# Python by uv/pip, JVM jars by Maven coordinates, MinIO and docker compose by the Go tool.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -104,18 +104,23 @@ CDCLAB_CACHE="$CACHE" "$VENV/bin/python" -m glue_local.glue_jvm build >/dev/null
 CDCLAB_CACHE="$CACHE" "$VENV/bin/python" -m glue_local.class_archive >/dev/null \
   || say "the Spark driver's class archive was not made: drivers start without it"
 
-# --- MinIO from its Go module -------------------------------------------------------
-MINIO_BIN="$CACHE/bin/minio-$MINIO_VERSION"
+# --- MinIO from its Go module, with cdclab's fix (minio/flush_fix.go) -----------------
+MINIO_BIN="$CACHE/bin/minio-$MINIO_VERSION-$MINIO_FIX"
 if [[ ! -x "$MINIO_BIN" ]]; then
   command -v go >/dev/null || die "Go not found: MinIO is built from its Go module ($MINIO_MODULE@$MINIO_VERSION). Install Go >= $GO_VERSION."
   say "building MinIO $MINIO_VERSION from its Go module (first time only, a few minutes)"
   mkdir -p "$CACHE/bin" "$CACHE/go"
-  tmpbin="$(mktemp -d)"
-  GOPATH="$CACHE/go" GOMODCACHE="$CACHE/go/pkg/mod" GOBIN="$tmpbin" CGO_ENABLED=0 GOFLAGS=-mod=mod \
-    go install "$MINIO_MODULE@$MINIO_VERSION" >"$CACHE/minio-build.log" 2>&1 \
+  minio_mod="$(GOPATH="$CACHE/go" GOMODCACHE="$CACHE/go/pkg/mod" GOFLAGS=-mod=mod \
+    go mod download -json "$MINIO_MODULE@$MINIO_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
+  [[ -n "$minio_mod" ]] || die "Go could not download $MINIO_MODULE@$MINIO_VERSION"
+  minio_src="$(mktemp -d)"  # the module cache is read-only: the fix goes into a copy
+  cp -R "$minio_mod/." "$minio_src" && chmod -R u+w "$minio_src"
+  cp "$ROOT/minio/flush_fix.go" "$minio_src/cmd/zz_cdclab_flush_fix.go"
+  (cd "$minio_src" && GOPATH="$CACHE/go" GOMODCACHE="$CACHE/go/pkg/mod" GOFLAGS=-mod=mod CGO_ENABLED=0 \
+    go build -trimpath -o "$MINIO_BIN.tmp.$$" .) >"$CACHE/minio-build.log" 2>&1 \
     || die "building MinIO failed; see $CACHE/minio-build.log"
-  mv "$tmpbin/minio" "$MINIO_BIN"
-  rmdir "$tmpbin"
+  rm -rf "$minio_src"
+  mv "$MINIO_BIN.tmp.$$" "$MINIO_BIN"
 fi
 
 # --- docker compose: validates docker-compose.yml (tests), drives the containers backend ---
