@@ -16,6 +16,7 @@ import boto3
 from botocore.config import Config
 
 from lambda_shim import lambda_function, watch_logic
+from lambda_shim.bucket_events import BucketEventFeed
 from lambda_shim.function_env import function_environment
 from lambda_shim.watcher import Watcher, state_path
 from pipeline_contract import settings
@@ -65,6 +66,17 @@ def name_clock_margin(p: settings.PipelineSettings) -> timedelta:
     return watch_logic.NAME_CLOCK_MARGIN + max(offset, timedelta()) + timedelta(hours=1)
 
 
+def bucket_events(session, region: str, bucket: str, prefix: str) -> BucketEventFeed | None:
+    """MinIO's notifications of new objects, with the watcher's own keys; none without
+    an S3 endpoint, or with CDCLAB_WATCH_EVENTS=0 (listing only)."""
+    endpoint = os.environ.get(settings.ENV_S3_ENDPOINT)
+    if not endpoint or os.environ.get(settings.ENV_WATCH_EVENTS) == "0":
+        return None
+    keys = session.get_credentials().get_frozen_credentials()
+    return BucketEventFeed(endpoint, keys.access_key, keys.secret_key, region, bucket,
+                           prefix).start()
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m lambda_shim", description=__doc__)
     ap.add_argument("--interval", type=float,
@@ -87,8 +99,9 @@ def main(argv: list[str] | None = None) -> None:
         os.environ.setdefault(name, value)
     region = os.environ.get(settings.ENV_REGION, settings.DEFAULT_REGION)
     # endpoint from AWS_ENDPOINT_URL_S3 (boto3 reads it); path-style as MinIO wants
-    s3 = boto3.client("s3", region_name=region,
-                      config=Config(s3={"addressing_style": "path"}))
+    session = boto3.Session(region_name=region)
+    s3 = session.client("s3", config=Config(s3={"addressing_style": "path"}))
+    events = bucket_events(session, region, p.lake.bronze_bucket, p.watched_prefix + "/")
     glue = boto3.client("glue", region_name=region)  # AWS_ENDPOINT_URL_GLUE: local API
 
     def run_state(run_id: str) -> str | None:
@@ -116,7 +129,7 @@ def main(argv: list[str] | None = None) -> None:
         full_scan_seconds=args.full_scan_seconds, run_state=run_state,
         start_run=start_run, job_name=os.environ["GLUE_JOB_NAME"],
         sweep_seconds=args.sweep_seconds, deep_scan_seconds=args.deep_scan_seconds,
-        name_margin=name_clock_margin(p),
+        name_margin=name_clock_margin(p), events=events,
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -1,7 +1,8 @@
-"""The local stand-in for S3 event notifications and EventBridge: list the bronze prefix,
-turn new objects into S3 event records and invoke the Lambda handler, retrying until
-accepted; hand it the "Glue Job State Change" of each run it started that SUCCEEDED, and
-the backlog sweep's "Scheduled Event" on its schedule.
+"""The local stand-in for S3 event notifications and EventBridge: take MinIO's notice of
+each new object (bucket_events) and list the bronze prefix, which catches up on what a
+dropped notice stream missed; turn new objects into S3 event records and invoke the
+Lambda handler, retrying until accepted; hand it the "Glue Job State Change" of each run
+it started that SUCCEEDED, and the backlog sweep's "Scheduled Event" on its schedule.
 
 Decisions live in watch_logic (pure); this module only lists, invokes and persists.
 State (cursors, seen, pending, parked) is written under $CDCLAB_STATE_DIR/watcher/ before
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from lambda_shim import eventbridge_events
 from lambda_shim import watch_logic as logic
+from lambda_shim.bucket_events import BucketEventFeed
 from lambda_shim.object_gate import is_hidden
 from lambda_shim.s3_events import S3Object, s3_event
 from pipeline_contract.atomic import write_json
@@ -111,8 +113,9 @@ class Watcher:
                  start_run: StartRun | None = None, job_name: str = "",
                  sweep_seconds: float = 0.0,
                  deep_scan_seconds: float = logic.DEEP_SCAN_SECONDS,
-                 name_margin: timedelta = logic.NAME_CLOCK_MARGIN) -> None:
-        self.s3, self.bucket, self.prefix = s3, bucket, prefix
+                 name_margin: timedelta = logic.NAME_CLOCK_MARGIN,
+                 events: BucketEventFeed | None = None) -> None:
+        self.s3, self.bucket, self.prefix, self.events = s3, bucket, prefix, events
         self.deep_scan_seconds, self.name_margin = deep_scan_seconds, name_margin
         self.run_state, self.start_run, self.job_name = run_state, start_run, job_name
         self.sweep_seconds = sweep_seconds
@@ -126,7 +129,9 @@ class Watcher:
         deep = logic.deep_scan_due(self.state, now, self.deep_scan_seconds)
         full = deep or logic.full_scan_due(self.state, now, self.full_scan_seconds)
         ranges = logic.listings(self.state, self.prefix, full, deep)
-        listed: dict[str, S3Object] = {}
+        # objects MinIO announced (whatever their names: the listing after a table's
+        # cursor does not see a key sorting before it), then what the listing finds
+        listed = {obj.key: obj for obj in (self.events.take() if self.events else ())}
         try:
             for prefix, after, stop in ranges:
                 for obj in list_objects(self.s3, self.bucket, prefix, after, stop):
@@ -246,4 +251,7 @@ class Watcher:
                  self.bucket, self.prefix, self.interval, self.sweep_seconds, self.state_file)
         while not stop.is_set():
             self.poll_once()
-            stop.wait(logic.next_wakeup(self.state, time.time(), self.interval))
+            wait = logic.next_wakeup(self.state, time.time(), self.interval)
+            # an announced object wakes the watcher at once (the wait is at most the
+            # interval, so a stop is still seen within it)
+            (stop if self.events is None else self.events.arrived).wait(wait)

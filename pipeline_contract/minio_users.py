@@ -8,7 +8,8 @@ a user of its own, created (idempotently) by the MinIO service once it is up:
 |---|---|
 | emitter | list, read, write, delete (incl. multipart) under s3://<bronze>/<DMS folder>/ |
 | watcher (Lambda) | list, read, delete under the watched prefix; write under quarantine/; |
-| | read and write the jobs' backlog markers (scripts/jobs/*.backlog) |
+| | read and write the jobs' backlog markers (scripts/jobs/*.backlog); |
+| | listen to the bronze bucket's notifications (its S3 events) |
 | glue (its jobs) | read bronze and scripts (incl. table specs); write silver, scripts/temp/, |
 | | the backlog markers, the input guards |
 | iceberg-rest | read, write, delete under s3://<silver>/<warehouse prefix>/ |
@@ -111,6 +112,8 @@ def policy(name: str, p: settings.PipelineSettings) -> dict:
                       _allow(read + write + delete, _objects(lake.bronze_bucket, dms_folder))]
     elif name == "watcher":
         statements = [_list(lake.bronze_bucket, p.watched_prefix),
+                      # MinIO's bucket notifications: the watcher's S3 events
+                      _allow(["s3:ListenBucketNotification"], _bucket(lake.bronze_bucket)),
                       _allow(read + delete, _objects(lake.bronze_bucket, p.watched_prefix)),
                       _allow(write, _objects(lake.bronze_bucket, lake.quarantine_prefix)),
                       # HeadObject: 404 for a missing marker needs ListBucket, else 403

@@ -181,3 +181,34 @@ def test_a_future_named_object_pins_no_cursor(empty_bronze, glue_api, tmp_path: 
     finally:
         if watcher is not None:
             watcher.stop()
+
+
+def test_a_key_sorting_before_the_cursor_is_announced_at_once(empty_bronze, glue_api,
+                                                              tmp_path: Path) -> None:
+    """S3 notifies the Lambda of every new object, whatever its name. A key sorting before
+    its table's cursor (a stray "20261122-..." name among the day's files) is not in the
+    incremental listing, which starts after the cursor; MinIO's notification announces it
+    at once, long before the next full listing (two minutes here), so the Lambda's gate
+    sees it before any run reads it."""
+    p = settings.load_pipeline()
+    bucket, prefix, job = p.lake.bronze_bucket, p.bronze_prefix, p.glue_job.name
+    s3, ctx = empty_bronze["s3"], glue_api
+    watcher = None
+    try:
+        glue = glue_with_job(ctx, job, tmp_path / "job.py", JOB)
+        landed = put(s3, bucket, f"{prefix}/{now_name()}", HEADER + b"I,1\n")
+        watcher = launch(WatcherService(interval=0.2, full_scan_seconds=120), ctx,
+                         mounts=(tmp_path,))
+        wait_for(lambda: covered_after(glue, job, landed), 60, "a run for the first file")
+        wait_for(lambda: read_state(ctx)["cursors"] and not read_state(ctx)["pending"], 30,
+                 "a cursor, nothing pending")
+        wait_for(lambda: all(r["JobRunState"] == "SUCCEEDED" for r in runs(glue, job)), 30,
+                 "the run to end")
+        stray = f"{prefix}/20261122-000000001.csv"
+        assert stray < min(read_state(ctx)["cursors"].values())
+        at = put(s3, bucket, stray, HEADER + b"I,2\n")
+        wait_for(lambda: covered_after(glue, job, at), 20,
+                 "a run for the stray key, well before the next full listing")
+    finally:
+        if watcher is not None:
+            watcher.stop()
