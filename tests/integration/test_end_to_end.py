@@ -33,7 +33,11 @@ SEED = int(os.environ.get("CDCLAB_TEST_SEED", random.randrange(1_000_000)))
 
 def _drain_and_reconcile(env: dict[str, str]) -> None:
     target = current_wal_lsn(env[settings.ENV_PG_DSN])
-    waited = wait_for_drain(env, load_pipeline(), target, timeout=420)
+    try:
+        waited = wait_for_drain(env, load_pipeline(), target, timeout=420)
+    except TimeoutError as e:  # stalled: the objects and runs say where
+        raise AssertionError(f"seed {SEED}: {e}\n{drain_report(env, load_pipeline(), target)}"
+                             ) from e
     result = reconcile(env, load_pipeline())
     if not result.equal:  # early drain, or lost for good? the report says which
         report = drain_report(env, load_pipeline(), target)
