@@ -64,7 +64,8 @@ def event_time(text: str) -> datetime:
 class BucketEventFeed:
     """A daemon thread on MinIO's notification stream; `take()` hands the watcher what
     arrived since it last asked, `arrived` wakes it. A dropped or refused stream is
-    retried, backing off; the watcher's listings cover the gap."""
+    retried, backing off; the watcher's listings cover the gap. `connected`: a stream
+    was asked for and has not failed since (MinIO answers with its first keep-alive)."""
 
     def __init__(self, endpoint: str, access_key: str, secret_key: str, region: str,
                  bucket: str, prefix: str) -> None:
