@@ -10,8 +10,10 @@ API (a MinIO extension; the `minio` client speaks it) closes that gap and saves 
 listing interval on every file. The listings stay: they are what catches up after the
 stream drops (MinIO restarting), as S3's own delivery has no replay either.
 
-Records are S3's event format: the key URL-encoded form-style (decoded with
-unquote_plus, as the Lambda decodes S3's), the eTag without quotes.
+Records are S3's event format, but the key comes as stored: MinIO URL-encodes it only
+for its configured notification targets, not on this stream (cmd/event-notification.go
+publishes `ToEvent(false)` to its listeners), so a '+' or '%41' in a name is that name.
+The watcher hands the Lambda S3's encoding (s3_events.encode_key), as on AWS.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 from lambda_shim.object_gate import is_hidden
-from lambda_shim.s3_events import S3Object, decode_key
+from lambda_shim.s3_events import S3Object
 
 log = logging.getLogger("lambda_shim.bucket_events")
 
@@ -44,7 +46,7 @@ def created_objects(event: Mapping, bucket: str, prefix: str) -> list[S3Object]:
         if (s3.get("bucket") or {}).get("name") != bucket:
             continue
         obj = s3.get("object") or {}
-        key = decode_key(str(obj.get("key", "")))
+        key = str(obj.get("key", ""))  # as stored (see above), never decoded
         if not key.startswith(prefix) or is_hidden(key):
             continue
         out.append(S3Object(bucket, key, int(obj.get("size") or 0),
