@@ -95,6 +95,12 @@ class BucketEventFeed:
             except queue.Empty:
                 return out
 
+    def give_back(self, objects: Iterable[S3Object]) -> None:
+        """Objects taken but not observed (the poll's listing failed): the next poll takes
+        them again. `arrived` is left alone, so a failing S3 is not polled in a loop."""
+        for obj in objects:
+            self._objects.put(obj)
+
     def _client(self):
         import urllib3
 

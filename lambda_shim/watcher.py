@@ -131,13 +131,16 @@ class Watcher:
         ranges = logic.listings(self.state, self.prefix, full, deep)
         # objects MinIO announced (whatever their names: the listing after a table's
         # cursor does not see a key sorting before it), then what the listing finds
-        listed = {obj.key: obj for obj in (self.events.take() if self.events else ())}
+        announced = self.events.take() if self.events else []
+        listed = {obj.key: obj for obj in announced}
         try:
             for prefix, after, stop in ranges:
                 for obj in list_objects(self.s3, self.bucket, prefix, after, stop):
                     listed[obj.key] = obj
         except Exception as e:  # S3 down or bucket missing: say so, keep polling
             log.warning("listing s3://%s/%s failed: %s", self.bucket, self.prefix, e)
+            if self.events:  # a key below its cursor would otherwise wait for a full listing
+                self.events.give_back(announced)
             return
         new = logic.observe(self.state, listed.values(), now, full, self.name_margin,
                             deep=deep, ranges=ranges)

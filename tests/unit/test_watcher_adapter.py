@@ -16,8 +16,10 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from lambda_shim import lambda_function
+from lambda_shim import lambda_function, watcher
 from lambda_shim import watch_logic as logic
+from lambda_shim.bucket_events import BucketEventFeed
+from lambda_shim.s3_events import S3Object
 from lambda_shim.watcher import Watcher
 
 BUCKET, JOB, PREFIX = "bronze", "Bronze_to_Silver", "dms/airbnb_db/public/hosts_demo"
@@ -152,3 +154,32 @@ def test_a_failed_read_keeps_the_event_pending(stack, monkeypatch) -> None:
     monkeypatch.setattr(lambda_function, "check_object", down)
     w.poll_once()
     assert w.state.pending and not w.state.failing and w.state.attempts == 1
+
+
+def test_an_announced_object_outlives_a_failed_listing(stack, monkeypatch) -> None:
+    """A key sorting before the cursor is only in MinIO's notification (the incremental
+    listing starts after the cursor); a poll whose listing fails keeps it for the next."""
+    s3, w, calls = stack
+    first = cdc_key(datetime.now(UTC))
+    s3.put_object(Bucket=BUCKET, Key=first, Body=HEADER + b"I,1\n")
+    w.poll_once()
+    assert w.state.cursors[PREFIX] == first
+    stray = f"{PREFIX}/20261122-000000001.csv"
+    s3.put_object(Bucket=BUCKET, Key=stray, Body=HEADER + b"I,2\n")
+    head = s3.head_object(Bucket=BUCKET, Key=stray)
+    w.events = feed = BucketEventFeed("http://127.0.0.1:9", "k", "s", "us-east-1",
+                                      BUCKET, PREFIX + "/")  # not started: fed by hand
+    feed.give_back([S3Object(BUCKET, stray, head["ContentLength"], head["ETag"].strip('"'),
+                             head["LastModified"])])
+    real = watcher.list_objects
+
+    def down(*_a, **_k):
+        raise ClientError({"Error": {"Code": "ServiceUnavailable", "Message": "down"},
+                           "ResponseMetadata": {"HTTPStatusCode": 503}}, "ListObjectsV2")
+
+    monkeypatch.setattr(watcher, "list_objects", down)
+    w.poll_once()
+    assert len(calls) == 1 and not feed.arrived.is_set()
+    monkeypatch.setattr(watcher, "list_objects", real)
+    w.poll_once()
+    assert calls[-1]["Keys"] == [stray]
