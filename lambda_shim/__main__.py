@@ -83,6 +83,8 @@ def main(argv: list[str] | None = None) -> None:
                     default=float(os.environ.get(settings.ENV_WATCH_INTERVAL,
                                                  settings.LAB_WATCH_INTERVAL_S)),
                     help=f"listing period in seconds (env {settings.ENV_WATCH_INTERVAL})")
+    ap.add_argument("--catch-up-seconds", type=float, default=settings.LAB_WATCH_CATCH_UP_S,
+                    help="listing period while MinIO's notification stream is up")
     ap.add_argument("--full-scan-seconds", type=float, default=watch_logic.FULL_SCAN_SECONDS,
                     help="period of a full re-list that catches out-of-order names")
     ap.add_argument("--deep-scan-seconds", type=float, default=watch_logic.DEEP_SCAN_SECONDS,
@@ -130,6 +132,7 @@ def main(argv: list[str] | None = None) -> None:
         start_run=start_run, job_name=os.environ["GLUE_JOB_NAME"],
         sweep_seconds=args.sweep_seconds, deep_scan_seconds=args.deep_scan_seconds,
         name_margin=name_clock_margin(p), events=events,
+        catch_up_seconds=args.catch_up_seconds,
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -76,6 +76,7 @@ class BucketEventFeed:
         self._objects: queue.SimpleQueue[S3Object] = queue.SimpleQueue()
         self.arrived = threading.Event()
         self.connected = False
+        self.streams = 0  # streams opened so far: a new one may follow a gap
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="bucket-events", daemon=True)
 
@@ -120,6 +121,7 @@ class BucketEventFeed:
             try:
                 with self._client().listen_bucket_notification(
                         self.bucket, prefix=self.prefix, events=(CREATED,)) as events:
+                    self.streams += 1
                     self.connected = True
                     if failures:
                         log.info("bucket notifications of s3://%s/%s: connected again",

@@ -31,7 +31,7 @@ from lambda_shim.bucket_events import BucketEventFeed
 from lambda_shim.object_gate import is_hidden
 from lambda_shim.s3_events import S3Object, s3_event
 from pipeline_contract.atomic import write_json
-from pipeline_contract.settings import LAB_WATCH_INTERVAL_S, LOCAL_ACCOUNT
+from pipeline_contract.settings import LAB_WATCH_CATCH_UP_S, LAB_WATCH_INTERVAL_S, LOCAL_ACCOUNT
 
 log = logging.getLogger("lambda_shim.watcher")
 
@@ -114,8 +114,11 @@ class Watcher:
                  sweep_seconds: float = 0.0,
                  deep_scan_seconds: float = logic.DEEP_SCAN_SECONDS,
                  name_margin: timedelta = logic.NAME_CLOCK_MARGIN,
-                 events: BucketEventFeed | None = None) -> None:
+                 events: BucketEventFeed | None = None,
+                 catch_up_seconds: float = LAB_WATCH_CATCH_UP_S) -> None:
         self.s3, self.bucket, self.prefix, self.events = s3, bucket, prefix, events
+        self.catch_up_seconds = catch_up_seconds
+        self._listed_at, self._listed_stream = 0.0, -1
         self.deep_scan_seconds, self.name_margin = deep_scan_seconds, name_margin
         self.run_state, self.start_run, self.job_name = run_state, start_run, job_name
         self.sweep_seconds = sweep_seconds
@@ -128,7 +131,9 @@ class Watcher:
         now = time.time()
         deep = logic.deep_scan_due(self.state, now, self.deep_scan_seconds)
         full = deep or logic.full_scan_due(self.state, now, self.full_scan_seconds)
-        ranges = logic.listings(self.state, self.prefix, full, deep)
+        stream = self.events.streams if self.events and self.events.connected else -1
+        listing = full or self._listing_due(now, stream)
+        ranges = logic.listings(self.state, self.prefix, full, deep) if listing else []
         # objects MinIO announced (whatever their names: the listing after a table's
         # cursor does not see a key sorting before it), then what the listing finds
         announced = self.events.take() if self.events else []
@@ -142,6 +147,8 @@ class Watcher:
             if self.events:  # a key below its cursor would otherwise wait for a full listing
                 self.events.give_back(announced)
             return
+        if listing:
+            self._listed_at, self._listed_stream = now, stream
         new = logic.observe(self.state, listed.values(), now, full, self.name_margin,
                             deep=deep, ranges=ranges)
         if new:
@@ -153,6 +160,14 @@ class Watcher:
             self._invoke()
         elif logic.sweep_due(self.state, time.time(), self.sweep_seconds):
             self._sweep()
+
+    def _listing_due(self, now: float, stream: int) -> bool:
+        """Every poll without MinIO's notifications (`stream` -1); with them, every
+        catch_up_seconds, and at once once a stream (re)opened since the last listing
+        (what was stored while none was open)."""
+        if stream < 0 or stream != self._listed_stream:
+            return True
+        return now - self._listed_at >= self.catch_up_seconds or now < self._listed_at
 
     def _check_in_flight(self) -> None:
         if self.run_state is None:

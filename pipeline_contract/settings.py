@@ -112,6 +112,9 @@ LAB_LOAD_FILE_KB = 32768
 # the watcher's listing period (the stand-in for S3's event notifications, which arrive
 # within a second or so): a cheap incremental ListObjectsV2 per table folder
 LAB_WATCH_INTERVAL_S = 0.25
+# ... while MinIO's notification stream is up it announces each new object, and the
+# incremental listing only catches up on what a lost record missed: this much apart
+LAB_WATCH_CATCH_UP_S = 2.0
 PROFILE_LOCAL = "local"
 PROFILE_AWS = "aws"
 

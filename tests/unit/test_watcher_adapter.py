@@ -183,3 +183,56 @@ def test_an_announced_object_outlives_a_failed_listing(stack, monkeypatch) -> No
     monkeypatch.setattr(watcher, "list_objects", real)
     w.poll_once()
     assert calls[-1]["Keys"] == [stray]
+
+
+def test_while_minio_announces_objects_the_listing_only_catches_up(stack, monkeypatch) -> None:
+    """With the notification stream up, an announced object is handled without a listing;
+    the listing comes every catch_up_seconds, at once when a stream (re)opened (objects
+    stored while none was open) and on every poll while none is open."""
+    s3, w, calls = stack
+    w.events = feed = BucketEventFeed("http://127.0.0.1:9", "k", "s", "us-east-1",
+                                      BUCKET, PREFIX + "/")  # not started: driven by hand
+    feed.connected, feed.streams, w.catch_up_seconds = True, 1, 3600
+    listings: list[str | None] = []
+    real = watcher.list_objects
+
+    def counted(s3c, bucket, prefix, after, stop):
+        listings.append(after)
+        return real(s3c, bucket, prefix, after, stop)
+
+    monkeypatch.setattr(watcher, "list_objects", counted)
+
+    def put(key: str) -> S3Object:
+        s3.put_object(Bucket=BUCKET, Key=key, Body=HEADER + b"I,1\n")
+        head = s3.head_object(Bucket=BUCKET, Key=key)
+        return S3Object(BUCKET, key, head["ContentLength"], head["ETag"].strip('"'),
+                        head["LastModified"])
+
+    w.poll_once()  # the first poll is a full listing
+    assert listings
+    listings.clear()
+    w.poll_once()
+    assert not listings
+    announced = put(cdc_key(datetime.now(UTC)))
+    feed.give_back([announced])
+    w.poll_once()
+    assert not listings and calls[-1]["Keys"] == [announced.key]
+    missed = put(cdc_key(datetime.now(UTC) + timedelta(seconds=1)))  # stored while down
+    feed.streams = 2
+    w.poll_once()
+    assert listings and calls[-1]["Keys"] == [missed.key]
+    listings.clear()
+    w.poll_once()
+    assert not listings
+    feed.connected = False
+    w.poll_once()
+    w.poll_once()
+    assert len(listings) >= 2
+    feed.connected = True
+    w.poll_once()  # listed while no stream was open: once more now one is
+    listings.clear()
+    w.poll_once()
+    assert not listings
+    w.catch_up_seconds = 0.0
+    w.poll_once()
+    assert listings
