@@ -82,7 +82,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--interval", type=float,
                     default=float(os.environ.get(settings.ENV_WATCH_INTERVAL,
                                                  settings.LAB_WATCH_INTERVAL_S)),
-                    help=f"listing period in seconds (env {settings.ENV_WATCH_INTERVAL})")
+                    help=f"poll period in seconds (env {settings.ENV_WATCH_INTERVAL}); each "
+                         "poll lists bronze unless MinIO's notification stream is open")
     ap.add_argument("--catch-up-seconds", type=float, default=settings.LAB_WATCH_CATCH_UP_S,
                     help="listing period while MinIO's notification stream is up")
     ap.add_argument("--full-scan-seconds", type=float, default=watch_logic.FULL_SCAN_SECONDS,
