@@ -84,8 +84,11 @@ def main(argv: list[str] | None = None) -> None:
                                                  settings.LAB_WATCH_INTERVAL_S)),
                     help=f"poll period in seconds (env {settings.ENV_WATCH_INTERVAL}); each "
                          "poll lists bronze unless MinIO's notification stream is open")
-    ap.add_argument("--catch-up-seconds", type=float, default=settings.LAB_WATCH_CATCH_UP_S,
-                    help="listing period while MinIO's notification stream is up")
+    ap.add_argument("--catch-up-seconds", type=float,
+                    default=float(os.environ.get(settings.ENV_WATCH_CATCH_UP,
+                                                 settings.LAB_WATCH_CATCH_UP_S)),
+                    help="listing period while MinIO's notification stream is open "
+                         f"(env {settings.ENV_WATCH_CATCH_UP})")
     ap.add_argument("--full-scan-seconds", type=float, default=watch_logic.FULL_SCAN_SECONDS,
                     help="period of a full re-list that catches out-of-order names")
     ap.add_argument("--deep-scan-seconds", type=float, default=watch_logic.DEEP_SCAN_SECONDS,

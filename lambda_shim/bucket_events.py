@@ -67,7 +67,10 @@ class BucketEventFeed:
     """A daemon thread on MinIO's notification stream; `take()` hands the watcher what
     arrived since it last asked, `arrived` wakes it. A dropped or refused stream is
     retried, backing off; the watcher's listings cover the gap. `connected`: a stream
-    was asked for and has not failed since (MinIO answers with its first keep-alive)."""
+    was asked for and has not failed since; `streams` counts them. minio-py sends the
+    request at the first read and reopens a stream that ended cleanly on its own, so a
+    record can be missed around either without `streams` moving: the watcher's catch-up
+    listing finds such an object within its period."""
 
     def __init__(self, endpoint: str, access_key: str, secret_key: str, region: str,
                  bucket: str, prefix: str) -> None:
@@ -96,11 +99,13 @@ class BucketEventFeed:
             except queue.Empty:
                 return out
 
-    def give_back(self, objects: Iterable[S3Object]) -> None:
-        """Objects taken but not observed (the poll's listing failed): the next poll takes
-        them again. `arrived` is left alone, so a failing S3 is not polled in a loop."""
+    def announce(self, objects: Iterable[S3Object]) -> None:
+        """Objects the stream announced: queued for the next `take()`, which is woken."""
+        objects = list(objects)
         for obj in objects:
             self._objects.put(obj)
+        if objects:
+            self.arrived.set()
 
     def _client(self):
         import urllib3
@@ -142,8 +147,4 @@ class BucketEventFeed:
         for event in events:
             if self._stop.is_set():
                 return
-            objects = created_objects(event, self.bucket, self.prefix)
-            for obj in objects:
-                self._objects.put(obj)
-            if objects:
-                self.arrived.set()
+            self.announce(created_objects(event, self.bucket, self.prefix))

@@ -31,9 +31,10 @@ class WatcherService(Service):
 
     def __init__(self, interval: float | None = None,
                  full_scan_seconds: float | None = None,
-                 sweep_seconds: float | None = None) -> None:
+                 sweep_seconds: float | None = None,
+                 catch_up_seconds: float | None = None) -> None:
         self.interval, self.full_scan_seconds = interval, full_scan_seconds
-        self.sweep_seconds = sweep_seconds
+        self.sweep_seconds, self.catch_up_seconds = sweep_seconds, catch_up_seconds
         self._started_at = 0.0
 
     @classmethod
@@ -45,10 +46,16 @@ class WatcherService(Service):
     def prepare(self, ctx: StackContext) -> None:
         self._started_at = time.time()
 
-    def container_env(self) -> dict[str, str]:
+    def _periods(self) -> dict[str, str]:
         env = {}
         if self.interval is not None:
             env[settings.ENV_WATCH_INTERVAL] = str(self.interval)
+        if self.catch_up_seconds is not None:
+            env[settings.ENV_WATCH_CATCH_UP] = str(self.catch_up_seconds)
+        return env
+
+    def container_env(self) -> dict[str, str]:
+        env = self._periods()
         if self.full_scan_seconds is not None:
             env[ENV_FULL_SCAN] = str(self.full_scan_seconds)
         if self.sweep_seconds is not None:
@@ -60,9 +67,8 @@ class WatcherService(Service):
             settings.ENV_STATE_DIR: str(ctx.state_dir),
             "GLUE_JOB_NAME": ctx.pipeline.glue_job.name,
             **minio_users.service_keys(ctx.env, self.name),
+            **self._periods(),
         }
-        if self.interval is not None:
-            env[settings.ENV_WATCH_INTERVAL] = str(self.interval)
         args = [] if self.full_scan_seconds is None else [
             "--full-scan-seconds", str(self.full_scan_seconds)]
         if self.sweep_seconds is not None:

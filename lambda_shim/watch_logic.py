@@ -276,14 +276,17 @@ def forget_old(state: WatchState, horizon: timedelta = SEEN_HORIZON,
 
 def observe(state: WatchState, listed: Iterable[S3Object], now: float,
             full_scan: bool = False, margin: timedelta = NAME_CLOCK_MARGIN,
-            deep: bool = False, ranges: list[Listing] | None = None) -> list[S3Object]:
+            deep: bool = False, ranges: list[Listing] | None = None,
+            announced_only: bool = False) -> list[S3Object]:
     """Record a listing (`ranges`: what it asked S3 for; None: everything); returns the
     objects not seen before (now pending). A full listing also forgets keys that are
     gone (quarantined or removed; parked ones too) and keys an hour behind their table's
     cursor (forget_old), so `seen` stays the size of the last hour's files, not of the
     prefix's history; and it sets each table's cursor to the greatest key listed that
     may be one (moves_cursor). A deep listing is a full one that also hands on the keys
-    below a floor written since the last deep one."""
+    below a floor written since the last deep one. `announced_only`: no listing, only
+    objects MinIO announced; they move no cursor, since the stream may have missed a key
+    below them that the next incremental listing must still cover."""
     new = []
     listed = list(listed)
     full_scan = full_scan or deep
@@ -327,7 +330,8 @@ def observe(state: WatchState, listed: Iterable[S3Object], now: float,
         state.failing.pop(obj.key, None)
         new.append(obj)
         folder = table_folder(obj.key)
-        if moves_cursor(obj, margin) and obj.key > state.cursors.get(folder, ""):
+        if (not announced_only and moves_cursor(obj, margin)
+                and obj.key > state.cursors.get(folder, "")):
             state.cursors[folder] = obj.key
     if full_scan:
         state.last_full_scan_at = now

@@ -119,6 +119,8 @@ class Watcher:
         self.s3, self.bucket, self.prefix, self.events = s3, bucket, prefix, events
         self.catch_up_seconds = catch_up_seconds
         self._listed_at, self._listed_stream = 0.0, -1
+        # announced objects a failed listing left unobserved, for the next poll
+        self._unobserved: dict[str, S3Object] = {}
         self.deep_scan_seconds, self.name_margin = deep_scan_seconds, name_margin
         self.run_state, self.start_run, self.job_name = run_state, start_run, job_name
         self.sweep_seconds = sweep_seconds
@@ -136,21 +138,24 @@ class Watcher:
         ranges = logic.listings(self.state, self.prefix, full, deep) if listing else []
         # objects MinIO announced (whatever their names: the listing after a table's
         # cursor does not see a key sorting before it), then what the listing finds
-        announced = self.events.take() if self.events else []
-        listed = {obj.key: obj for obj in announced}
+        announced = {**self._unobserved,  # a newer record of the same key wins
+                     **{obj.key: obj for obj in (self.events.take() if self.events else ())}}
+        listed = dict(announced)
         try:
             for prefix, after, stop in ranges:
                 for obj in list_objects(self.s3, self.bucket, prefix, after, stop):
                     listed[obj.key] = obj
         except Exception as e:  # S3 down or bucket missing: say so, keep polling
             log.warning("listing s3://%s/%s failed: %s", self.bucket, self.prefix, e)
-            if self.events:  # a key below its cursor would otherwise wait for a full listing
-                self.events.give_back(announced)
+            # kept for the next poll: a key below its cursor would otherwise wait for a
+            # full listing
+            self._unobserved = announced
             return
+        self._unobserved = {}
         if listing:
             self._listed_at, self._listed_stream = now, stream
         new = logic.observe(self.state, listed.values(), now, full, self.name_margin,
-                            deep=deep, ranges=ranges)
+                            deep=deep, ranges=ranges, announced_only=not listing)
         if new:
             log.info("%d new object(s): %s", len(new), [o.key for o in new][:10])
         if new or full:
@@ -163,7 +168,7 @@ class Watcher:
 
     def _listing_due(self, now: float, stream: int) -> bool:
         """Every poll without MinIO's notifications (`stream` -1); with them, every
-        catch_up_seconds, and at once once a stream (re)opened since the last listing
+        catch_up_seconds, and at once when a stream (re)opened since the last listing
         (what was stored while none was open)."""
         if stream < 0 or stream != self._listed_stream:
             return True
@@ -265,8 +270,11 @@ class Watcher:
         save_state(self.state_file, self.state)
 
     def run(self, stop: threading.Event) -> None:
-        log.info("watching s3://%s/%s every %.1fs, backlog sweep every %.0fs (state %s)",
-                 self.bucket, self.prefix, self.interval, self.sweep_seconds, self.state_file)
+        log.info("watching s3://%s/%s every %.1fs (%s), backlog sweep every %.0fs (state %s)",
+                 self.bucket, self.prefix, self.interval,
+                 "listing each poll" if self.events is None else
+                 f"MinIO's notifications, listing every {self.catch_up_seconds:.1f}s to catch up",
+                 self.sweep_seconds, self.state_file)
         while not stop.is_set():
             self.poll_once()
             wait = logic.next_wakeup(self.state, time.time(), self.interval)

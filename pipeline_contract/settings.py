@@ -74,6 +74,7 @@ ENV_STREAM_IN_PROGRESS = "CDCLAB_STREAM_IN_PROGRESS"
 ENV_WATCH_INTERVAL = "CDCLAB_WATCH_INTERVAL_SECONDS"  # watcher listing period
 # "0": the watcher finds new objects by listing only, without MinIO's notifications
 ENV_WATCH_EVENTS = "CDCLAB_WATCH_EVENTS"
+ENV_WATCH_CATCH_UP = "CDCLAB_WATCH_CATCH_UP_SECONDS"  # listing period while the stream is open
 ENV_DRIVER_JIT = "CDCLAB_DRIVER_JIT"  # the local Spark driver's JIT: tiered (default) | c1
 # seconds of work the local Spark driver spends warming its JIT while no run uses it (0: off)
 ENV_DRIVER_WARMUP = "CDCLAB_DRIVER_WARMUP_SECONDS"

@@ -86,7 +86,9 @@ def test_files_landing_during_a_run_are_not_stranded(empty_bronze, glue_api, tmp
     p = settings.load_pipeline()
     bucket, prefix, job = p.lake.bronze_bucket, p.bronze_prefix, p.glue_job.name
     s3, ctx = empty_bronze["s3"], glue_api
-    watcher = WatcherService(interval=0.2, full_scan_seconds=3)
+    # the cursor must pass the files landing during the first run (2 s) before it ends:
+    # a listing each poll, not only MinIO's notifications (which move no cursor)
+    watcher = WatcherService(interval=0.2, full_scan_seconds=3, catch_up_seconds=0.2)
     watcher_running = None
     try:
         glue = glue_with_job(ctx, job, tmp_path / "job.py", JOB)

@@ -57,6 +57,7 @@ class Lab:
     watcher: Any = None
 
     def start_watcher(self, full_scan_seconds: float) -> None:
+        assert self.watcher is None, "one watcher per test: the fixture stops it"
         self.watcher = launch(WatcherService(interval=0.2, full_scan_seconds=full_scan_seconds),
                               self.ctx, mounts=(self.tmp_path,))
 

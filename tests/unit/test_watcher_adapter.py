@@ -156,21 +156,35 @@ def test_a_failed_read_keeps_the_event_pending(stack, monkeypatch) -> None:
     assert w.state.pending and not w.state.failing and w.state.attempts == 1
 
 
+def feed_by_hand(w: Watcher) -> BucketEventFeed:
+    """The real feed, not started: the test announces objects as MinIO's stream would."""
+    w.events = feed = BucketEventFeed("http://127.0.0.1:9", "k", "s", "us-east-1",
+                                      BUCKET, PREFIX + "/")
+    feed.connected, feed.streams = True, 1
+    return feed
+
+
+def stored(s3, key: str, body: bytes = HEADER + b"I,1\n") -> S3Object:
+    """Put `key`; the object as MinIO's record of it describes it."""
+    s3.put_object(Bucket=BUCKET, Key=key, Body=body)
+    head = s3.head_object(Bucket=BUCKET, Key=key)
+    return S3Object(BUCKET, key, head["ContentLength"], head["ETag"].strip('"'),
+                    head["LastModified"])
+
+
 def test_an_announced_object_outlives_a_failed_listing(stack, monkeypatch) -> None:
     """A key sorting before the cursor is only in MinIO's notification (the incremental
-    listing starts after the cursor); a poll whose listing fails keeps it for the next."""
+    listing starts after the cursor); a poll whose listing fails keeps it for the next,
+    and a newer record of the key announced meanwhile wins."""
     s3, w, calls = stack
     first = cdc_key(datetime.now(UTC))
     s3.put_object(Bucket=BUCKET, Key=first, Body=HEADER + b"I,1\n")
     w.poll_once()
     assert w.state.cursors[PREFIX] == first
+    feed = feed_by_hand(w)
+    w.catch_up_seconds = 0.0  # every poll lists
     stray = f"{PREFIX}/20261122-000000001.csv"
-    s3.put_object(Bucket=BUCKET, Key=stray, Body=HEADER + b"I,2\n")
-    head = s3.head_object(Bucket=BUCKET, Key=stray)
-    w.events = feed = BucketEventFeed("http://127.0.0.1:9", "k", "s", "us-east-1",
-                                      BUCKET, PREFIX + "/")  # not started: fed by hand
-    feed.give_back([S3Object(BUCKET, stray, head["ContentLength"], head["ETag"].strip('"'),
-                             head["LastModified"])])
+    feed.announce([stored(s3, stray)])
     real = watcher.list_objects
 
     def down(*_a, **_k):
@@ -179,10 +193,13 @@ def test_an_announced_object_outlives_a_failed_listing(stack, monkeypatch) -> No
 
     monkeypatch.setattr(watcher, "list_objects", down)
     w.poll_once()
-    assert len(calls) == 1 and not feed.arrived.is_set()
+    assert len(calls) == 1 and not feed.arrived.is_set()  # held, not re-announced
+    newer = stored(s3, stray, HEADER + b"I,2\n")  # overwritten while S3 listings fail
+    feed.announce([newer])
+    w.poll_once()
     monkeypatch.setattr(watcher, "list_objects", real)
     w.poll_once()
-    assert calls[-1]["Keys"] == [stray]
+    assert calls[-1]["Keys"] == [stray] and w.state.seen[stray] == newer.etag
 
 
 def test_while_minio_announces_objects_the_listing_only_catches_up(stack, monkeypatch) -> None:
@@ -190,9 +207,8 @@ def test_while_minio_announces_objects_the_listing_only_catches_up(stack, monkey
     the listing comes every catch_up_seconds, at once when a stream (re)opened (objects
     stored while none was open) and on every poll while none is open."""
     s3, w, calls = stack
-    w.events = feed = BucketEventFeed("http://127.0.0.1:9", "k", "s", "us-east-1",
-                                      BUCKET, PREFIX + "/")  # not started: driven by hand
-    feed.connected, feed.streams, w.catch_up_seconds = True, 1, 3600
+    feed = feed_by_hand(w)
+    w.catch_up_seconds = 3600
     listings: list[str | None] = []
     real = watcher.list_objects
 
@@ -201,23 +217,16 @@ def test_while_minio_announces_objects_the_listing_only_catches_up(stack, monkey
         return real(s3c, bucket, prefix, after, stop)
 
     monkeypatch.setattr(watcher, "list_objects", counted)
-
-    def put(key: str) -> S3Object:
-        s3.put_object(Bucket=BUCKET, Key=key, Body=HEADER + b"I,1\n")
-        head = s3.head_object(Bucket=BUCKET, Key=key)
-        return S3Object(BUCKET, key, head["ContentLength"], head["ETag"].strip('"'),
-                        head["LastModified"])
-
     w.poll_once()  # the first poll is a full listing
     assert listings
     listings.clear()
     w.poll_once()
     assert not listings
-    announced = put(cdc_key(datetime.now(UTC)))
-    feed.give_back([announced])
+    announced = stored(s3, cdc_key(datetime.now(UTC)))
+    feed.announce([announced])
     w.poll_once()
     assert not listings and calls[-1]["Keys"] == [announced.key]
-    missed = put(cdc_key(datetime.now(UTC) + timedelta(seconds=1)))  # stored while down
+    missed = stored(s3, cdc_key(datetime.now(UTC) + timedelta(seconds=1)))  # while down
     feed.streams = 2
     w.poll_once()
     assert listings and calls[-1]["Keys"] == [missed.key]
@@ -236,3 +245,23 @@ def test_while_minio_announces_objects_the_listing_only_catches_up(stack, monkey
     w.catch_up_seconds = 0.0
     w.poll_once()
     assert listings
+
+
+def test_a_record_the_stream_missed_is_found_by_the_next_catch_up_listing(stack) -> None:
+    """MinIO misses a record (a slow listener's dropped event) and announces a later key:
+    the announcement moves no cursor, so the catch-up listing still starts below the
+    missed key and finds it, long before the next full listing."""
+    s3, w, calls = stack
+    feed = feed_by_hand(w)
+    w.catch_up_seconds = 3600
+    base = datetime.now(UTC)
+    stored(s3, cdc_key(base))
+    w.poll_once()  # the full listing: the cursor at the first key
+    missed = stored(s3, cdc_key(base + timedelta(seconds=1)))
+    later = stored(s3, cdc_key(base + timedelta(seconds=2)))
+    feed.announce([later])
+    w.poll_once()
+    assert calls[-1]["Keys"] == [later.key] and w.state.cursors[PREFIX] < missed.key
+    w.catch_up_seconds = 0.0
+    w.poll_once()
+    assert calls[-1]["Keys"] == [missed.key]

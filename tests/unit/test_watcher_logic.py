@@ -415,3 +415,20 @@ def test_a_failed_run_keeps_backing_off() -> None:
     logic.record_accepted(s, 1.0, "jr_1", list(s.pending))
     logic.record_run_ended(s, "jr_1", "FAILED", 2.0)
     assert not logic.due(s, 2.0) and logic.due(s, 2.0 + logic.BACKOFF_BASE_SECONDS)
+
+
+@given(st.lists(st.integers(1, 999), min_size=1, max_size=30, unique=True), st.data())
+def test_whatever_the_stream_misses_the_next_incremental_listing_finds(millis, data):
+    """Objects after the cursor, some announced by MinIO (observed with no listing), the
+    rest missed: the next incremental listing, from the cursors as the announcements left
+    them, returns every missed one."""
+    s = logic.WatchState()
+    logic.observe(s, [o("20261122-100000000.csv")], 0.0, full_scan=True)
+    bucket = [o(f"20261122-100001{m:03d}.csv") for m in millis]
+    announced = data.draw(st.lists(st.sampled_from(bucket), unique=True))
+    logic.observe(s, announced, 1.0, announced_only=True)
+    ranges = logic.listings(s, PREFIX, full_scan=False)
+    listed = [x for x in bucket if any(in_listing(x.key, r) for r in ranges)]
+    logic.observe(s, listed, 2.0, ranges=ranges)
+    assert {x.key for x in bucket} <= set(s.seen)
+    assert {x.key for x in bucket} - {x.key for x in announced} <= set(s.pending)
