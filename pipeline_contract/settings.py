@@ -71,7 +71,7 @@ ENV_BATCH_SIZE_KB = "CDCLAB_BATCH_SIZE_KB"  # overrides dms.cdc_min_file_size_kb
 ENV_BATCH_QUIET = "CDCLAB_BATCH_QUIET_SECONDS"  # the lab's quiet cut (0: off)
 # "0": the emitter takes whole transactions only (pgoutput protocol 1), never streamed
 ENV_STREAM_IN_PROGRESS = "CDCLAB_STREAM_IN_PROGRESS"
-ENV_WATCH_INTERVAL = "CDCLAB_WATCH_INTERVAL_SECONDS"  # watcher listing period
+ENV_WATCH_INTERVAL = "CDCLAB_WATCH_INTERVAL_SECONDS"  # watcher poll period
 # "0": the watcher finds new objects by listing only, without MinIO's notifications
 ENV_WATCH_EVENTS = "CDCLAB_WATCH_EVENTS"
 ENV_WATCH_CATCH_UP = "CDCLAB_WATCH_CATCH_UP_SECONDS"  # listing period while the stream is open
@@ -110,8 +110,9 @@ LAB_BATCH_QUIET_S = 0.1
 # A full load's files of 32 MB, not DMS's one of up to 1 GB (MaxFileSize): Glue reads a
 # multi-line CSV file in one task, so a 1M-row table in several files uses every core.
 LAB_LOAD_FILE_KB = 32768
-# the watcher's listing period (the stand-in for S3's event notifications, which arrive
-# within a second or so): a cheap incremental ListObjectsV2 per table folder
+# the watcher's poll period (the stand-in for S3's event notifications, which arrive
+# within a second or so); without MinIO's stream each poll is a cheap incremental
+# ListObjectsV2 per table folder
 LAB_WATCH_INTERVAL_S = 0.25
 # ... while MinIO's notification stream is up it announces each new object, and the
 # incremental listing only catches up on what a lost record missed: this much apart
