@@ -329,9 +329,10 @@ def observe(state: WatchState, listed: Iterable[S3Object], now: float,
         state.parked.pop(obj.key, None)  # overwritten: a new object
         state.failing.pop(obj.key, None)
         new.append(obj)
+    # a listing moves each cursor to its greatest key, seen before (announced) or not
+    for obj in () if announced_only else listed:
         folder = table_folder(obj.key)
-        if (not announced_only and moves_cursor(obj, margin)
-                and obj.key > state.cursors.get(folder, "")):
+        if moves_cursor(obj, margin) and obj.key > state.cursors.get(folder, ""):
             state.cursors[folder] = obj.key
     if full_scan:
         state.last_full_scan_at = now

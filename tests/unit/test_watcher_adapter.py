@@ -265,3 +265,4 @@ def test_a_record_the_stream_missed_is_found_by_the_next_catch_up_listing(stack)
     w.catch_up_seconds = 0.0
     w.poll_once()
     assert calls[-1]["Keys"] == [missed.key]
+    assert w.state.cursors[PREFIX] == later.key  # the listing moves it past the announced
