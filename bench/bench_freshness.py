@@ -374,8 +374,9 @@ def idle_memory(stack) -> dict:
 
 def rested_memory(stack, rest: float) -> dict:
     """idle_memory once the stack has rested `rest` s after the idle probes (the driver
-    collects its heap once no run has used it for 10 s: glue_local.driver.trim), with
-    the total 5 s in (the last run has ended, its spare is ready) beside it."""
+    collects its heap once no run has used it for 10 s, and again 5 s later:
+    glue_local.driver.trim), with the total 5 s in (the last run has ended, its spare is
+    ready) beside it."""
     time.sleep(5)
     early = idle_memory(stack)["total_gib"]
     time.sleep(max(0.0, rest - 5))

@@ -1,5 +1,6 @@
 """The warm driver collects its heap once it has idled (glue_local.driver.Driver.trim):
-once per idle spell, never while a run holds it. A stand-in session counts the JVM's
+twice per idle spell (the second takes what Spark's cleaner released after the first),
+never while a run holds it. A stand-in session counts the JVM's
 System.gc() calls; the memory it gives back is measured by bench/bench_freshness.py."""
 
 from __future__ import annotations
@@ -51,24 +52,41 @@ def started_driver() -> tuple[Driver, StandInSession]:
 def test_an_idle_driver_collects_once_per_idle_spell() -> None:
     driver, session = started_driver()
     born = driver._idle_since
-    assert not driver.trim(10.0, now=born + 9.9)  # not idle long enough yet
-    assert driver.trim(10.0, now=born + 10.0) and session.collections == 1
-    assert not driver.trim(10.0, now=born + 60.0)  # once per idle spell
+    assert not driver.trim((10.0,), now=born + 9.9)  # not idle long enough yet
+    assert driver.trim((10.0,), now=born + 10.0) and session.collections == 1
+    assert not driver.trim((10.0,), now=born + 60.0)  # once per idle spell
     with driver.use({}):
         pass  # a run used it: a new idle spell begins at its end
     ended = driver._idle_since
-    assert ended > born and not driver.trim(10.0, now=ended + 5.0)
-    assert driver.trim(10.0, now=ended + 10.0) and session.collections == 2
+    assert ended > born and not driver.trim((10.0,), now=ended + 5.0)
+    assert driver.trim((10.0,), now=ended + 10.0) and session.collections == 2
     # it collected keeping at most 30 % free; the runs get the JVM's own ratios back
     assert session.ratios_at_gc == [{"MinHeapFreeRatio": 10, "MaxHeapFreeRatio": 30}] * 2
     assert session.flags == {"MinHeapFreeRatio": 40, "MaxHeapFreeRatio": 70}
 
 
+def test_the_second_collection_comes_as_long_after_the_first_as_the_schedule_says() -> None:
+    driver, session = started_driver()
+    born = driver._idle_since
+    assert driver.trim((10.0, 15.0), now=born + 10.0)
+    assert not driver.trim((10.0, 15.0), now=born + 14.9)
+    assert driver.trim((10.0, 15.0), now=born + 15.0) and session.collections == 2
+    assert not driver.trim((10.0, 15.0), now=born + 600.0)  # two per idle spell
+    with driver.use({}):
+        pass
+    ended = driver._idle_since
+    # a late first collection (the runner's loop was busy) still leaves the cleaner its
+    # 5 s before the second, rather than collecting twice at once
+    assert driver.trim((10.0, 15.0), now=ended + 40.0) and session.collections == 3
+    assert not driver.trim((10.0, 15.0), now=ended + 44.0)
+    assert driver.trim((10.0, 15.0), now=ended + 45.0) and session.collections == 4
+
+
 def test_a_driver_in_use_or_not_started_is_never_collected() -> None:
     driver, session = started_driver()
     with driver.use({}):
-        assert not driver.trim(0.0, now=driver._idle_since + 3600)
+        assert not driver.trim((0.0,), now=driver._idle_since + 3600)
     assert session.collections == 0
     idle = Driver(lambda env, extra_conf=None: session, {})  # no session started
-    assert not idle.trim(0.0, now=idle._idle_since + 3600)
+    assert not idle.trim((0.0,), now=idle._idle_since + 3600)
     assert session.collections == 0
