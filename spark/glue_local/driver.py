@@ -23,9 +23,10 @@ WATCH_INTERVAL_SECONDS = 0.5
 # A driver no run has used for this long collects its heap and hands the free part back
 # to the OS: the idle lab holds what it uses, not what its biggest run grew (a 1M-row full
 # load left 0.9 GB committed, 0.15 GB live; the JVM's RSS fell from 1.0 to 0.67 GB). Twice:
-# Spark's ContextCleaner learns from the first collection which broadcasts, shuffles and
-# cached blocks the runs dropped, and removes them in its own threads; the second takes
-# those (after a loaded run: 218 -> 156 MB live, the JVM's RSS 919 -> 828 MB).
+# some objects are freed only by cleaners the first collection sets off (Spark's
+# ContextCleaner drops the broadcasts, shuffles and cached blocks of what it collected,
+# in its own threads); the second takes them (after a loaded run: 218 -> 156 MB live, the
+# JVM's RSS 919 -> 828 MB; a third freed nothing more).
 IDLE_TRIM_SECONDS = (10.0, 15.0)
 # The free heap's share kept by that collection (MinHeapFreeRatio <= MaxHeapFreeRatio)
 FREE_RATIOS = {"MinHeapFreeRatio": "10", "MaxHeapFreeRatio": "30"}
