@@ -41,7 +41,7 @@ DEFAULT_BOUNDED_FILES = 500
 # Iceberg upkeep, at most every interval (pipeline_contract/pipeline.toml [maintenance])
 MAINTENANCE_DEFAULTS = {"maintenance_interval_minutes": 30.0, "snapshot_retention_hours": 6.0,
                         "retain_last_snapshots": 10.0, "orphan_file_age_hours": 72.0,
-                        "tombstone_retention_days": 30.0}
+                        "tombstone_retention_days": 30.0, "max_snapshots": 200.0}
 LAST_MAINTENANCE_PROPERTY = "cdclab.maintenance.last-run-ms"
 # Each commit writes a metadata.json; without the first two Iceberg keeps every one. Each
 # MERGE also adds a manifest, and Iceberg merges them only once 100 pile up: every later
@@ -1078,6 +1078,33 @@ def mark_upkeep(spark, table: str, now: float) -> None:
               f"('{LAST_MAINTENANCE_PROPERTY}'='{int(now * 1000)}')")
 
 
+def snapshot_count(spark, table: str) -> int:
+    """How many snapshots the table's metadata lists, through Iceberg's Java API (the
+    catalog's loaded table, no Spark job); through the snapshots metadata table where
+    that is not at hand."""
+    try:
+        loaded = spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
+            spark._jsparkSession, table)
+        return int(spark._jvm.org.apache.iceberg.relocated.com.google.common.collect
+                   .Iterables.size(loaded.snapshots()))
+    except Exception:
+        return int(spark.sql(f"SELECT count(*) AS n FROM {table}.snapshots").first().n)
+
+
+def snapshot_expiry(count: int, plan: dict, now: float, timed: bool) -> tuple[float, int] | None:
+    """(older_than, retain_last) of the expire_snapshots a table with `count` snapshots
+    needs now, or None. Over max_snapshots (0: no bound) it keeps the newest half of the
+    bound (never fewer than retain_last_snapshots) whatever the window, so the next
+    expiry waits for as many commits again; otherwise only the timed upkeep (`timed`)
+    expires, by the time-travel window."""
+    bound, retain = int(plan["max_snapshots"]), int(plan["retain_last_snapshots"])
+    if bound and count > bound:
+        return now, max(retain, bound // 2)
+    if timed:
+        return now - plan["snapshot_retention_hours"] * 3600, retain
+    return None
+
+
 def expire_snapshots(spark, table: str, older_than_s: float, retain_last: int) -> int:
     """CALL expire_snapshots: snapshots older than the window go, the newest retain_last
     stay whatever their age; returns the files deleted (data, deletes, manifests, lists)."""
@@ -1109,19 +1136,31 @@ def prune_tombstones(spark, table: str, older_than_s: float) -> int:
 def upkeep(spark, spec: dict, plan: dict, backlog: bool, now: float | None = None) -> dict | None:
     """The table's scheduled Iceberg upkeep, when due (LAST_MAINTENANCE_PROPERTY on its
     silver table): tombstone pruning (not while input waits), snapshot expiry and orphan
-    file removal on its silver, tombstone and quarantine tables. Returns what it did."""
+    file removal on its silver, tombstone and quarantine tables; and in any run, the
+    expiry of a table holding more than max_snapshots (snapshot_expiry). Returns what it
+    did, or None when nothing was due."""
     now = time.time() if now is None else now
     silver = spec["silver_table"]
     props = table_properties(spark, silver)
-    if not maintenance_due(props, int(now * 1000), plan["maintenance_interval_minutes"]):
-        if first_upkeep(props):
-            keep_metadata_files(spark, spec, props)
-            mark_upkeep(spark, silver, now)
-            log(f"{silver}: first upkeep in {plan['maintenance_interval_minutes']:g} min")
+    timed = maintenance_due(props, int(now * 1000), plan["maintenance_interval_minutes"])
+    if not timed and first_upkeep(props):
+        keep_metadata_files(spark, spec, props)
+        mark_upkeep(spark, silver, now)
+        log(f"{silver}: first upkeep in {plan['maintenance_interval_minutes']:g} min")
+        return None
+    tables = (silver, spec["tombstone_table"], spec["quarantine_table"])
+    # Every snapshot is listed in each metadata.json that every load and commit of the
+    # table reads and writes: 1,100 of them made a one-row run 0.6-0.8 s longer
+    # (docs/performance.md), so a table over max_snapshots is expired at once.
+    counts = {t: snapshot_count(spark, t) for t in tables} if plan["max_snapshots"] else {}
+    expiries = {t: snapshot_expiry(counts.get(t, 0), plan, now, timed) for t in tables}
+    if not timed and not any(expiries.values()):
         return None
     started = time.monotonic()
     done: dict = {"tombstones_pruned": 0, "snapshot_files_deleted": 0,
-                  "orphan_files_removed": 0, "errors": []}
+                  "orphan_files_removed": 0, "errors": [],
+                  "snapshots_bounded": {t: counts[t] for t in tables
+                                        if counts.get(t, 0) > plan["max_snapshots"]}}
 
     def step(what: str, fn, *args) -> int:
         """One upkeep step; a failure is reported (metrics, log), never fails the run:
@@ -1134,19 +1173,22 @@ def upkeep(spark, spec: dict, plan: dict, backlog: bool, now: float | None = Non
             return 0
 
     horizon_days = plan["tombstone_retention_days"]
-    if horizon_days > 0 and not backlog:
+    if timed and horizon_days > 0 and not backlog:
         done["tombstones_pruned"] = step(f"prune {spec['tombstone_table']}", prune_tombstones,
                                          spark, spec["tombstone_table"],
                                          now - horizon_days * 86400)
-    keep_metadata_files(spark, spec, props)
-    for table in (silver, spec["tombstone_table"], spec["quarantine_table"]):
-        done["snapshot_files_deleted"] += step(
-            f"expire_snapshots {table}", expire_snapshots, spark, table,
-            now - plan["snapshot_retention_hours"] * 3600, int(plan["retain_last_snapshots"]))
-        done["orphan_files_removed"] += step(
-            f"remove_orphan_files {table}", remove_orphan_files, spark, table,
-            now - plan["orphan_file_age_hours"] * 3600)
-    mark_upkeep(spark, silver, now)
+    if timed:
+        keep_metadata_files(spark, spec, props)
+    for table in tables:
+        if expiries[table]:
+            done["snapshot_files_deleted"] += step(
+                f"expire_snapshots {table}", expire_snapshots, spark, table, *expiries[table])
+        if timed:
+            done["orphan_files_removed"] += step(
+                f"remove_orphan_files {table}", remove_orphan_files, spark, table,
+                now - plan["orphan_file_age_hours"] * 3600)
+    if timed:
+        mark_upkeep(spark, silver, now)
     done["seconds"] = round(time.monotonic() - started, 3)
     log(f"{silver}: maintenance {done}")
     return done

@@ -116,6 +116,7 @@ def maintenance_arguments(p: PipelineSettings) -> dict[str, str]:
         "--retain_last_snapshots": str(m.retain_last_snapshots),
         "--orphan_file_age_hours": _number(m.orphan_file_age_hours),
         "--tombstone_retention_days": _number(m.tombstone_retention_days),
+        "--max_snapshots": str(m.max_snapshots),
     }
 
 

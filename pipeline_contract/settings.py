@@ -504,13 +504,15 @@ class MaintenanceSettings(Section):
     """The Glue job's own Iceberg upkeep of its tables ([maintenance], docs/operations.md):
     at most every interval_minutes, expire snapshots (keep time travel for the retention
     window and at least retain_last_snapshots), remove orphan files older than
-    orphan_file_age_hours, and prune tombstones older than tombstone_retention_days."""
+    orphan_file_age_hours, and prune tombstones older than tombstone_retention_days; in
+    any run, expire a table holding more than max_snapshots down to half of them."""
 
     interval_minutes: float = 30
     snapshot_retention_hours: float = 6
     retain_last_snapshots: int = 10
     orphan_file_age_hours: float = 72
     tombstone_retention_days: float = 30  # 0: never prune
+    max_snapshots: int = 200  # 0: no bound
 
     SECTION = "maintenance"
     RULES = {
@@ -521,7 +523,16 @@ class MaintenanceSettings(Section):
                                         "may belong to a write still in progress "
                                         "(Iceberg's remove_orphan_files warning)"),
         "tombstone_retention_days": number(0, why=" (0: never prune)"),
+        "max_snapshots": whole(0, why=" (0: no bound)"),
     }
+
+    def check_together(self) -> None:
+        # the expiry keeps half the bound: at least retain_last_snapshots must fit in it,
+        # or every commit would be over the bound again
+        if self.max_snapshots and self.max_snapshots < 2 * self.retain_last_snapshots:
+            raise SettingsError(WHERE, self.key("max_snapshots"), self.max_snapshots,
+                                f"0 or at least twice retain_last_snapshots "
+                                f"({2 * self.retain_last_snapshots})")
 
 
 SECTIONS: dict[str, type[Section]] = {

@@ -1,8 +1,8 @@
 """The shipped Glue job's bounded resources on the real stack (local Glue API, MinIO,
 Iceberg REST): a per-run input cap that leaves the rest for later runs and says so
-("backlog" in its metrics, and the job's backlog marker in S3), and the scheduled
+("backlog" in its metrics, and the job's backlog marker in S3), the scheduled
 Iceberg upkeep (snapshot expiry, orphan files, tombstone pruning only when no input
-waits)."""
+waits), and the snapshot bound any run keeps."""
 
 from __future__ import annotations
 
@@ -193,5 +193,21 @@ def test_capped_runs_report_backlog_and_upkeep_is_scheduled(iceberg_rest: dict, 
         m5 = run_job(glue, endpoint, job)
         assert m5["skipped"] == 0 and m5["inserted"] == 0 and m5["updated"] == 0
         assert state()["silver"] == [1, 4, 5]
+
+        # a table over max_snapshots is expired in any run, not only when the upkeep is
+        # due: down to half the bound (never fewer than retain_last_snapshots)
+        for i, name in enumerate(("20261124-000004000.csv", "20261124-000005000.csv")):
+            s3.put_object(Bucket=p.lake.bronze_bucket, Key=f"{p.bronze_prefix}/{name}",
+                          Body=dms_csv([change("I", 6 + i, 500 + i, NOW)]).encode())
+            assert run_job(glue, endpoint, job)["tables"][spec["name"]]["maintenance"] is None
+        before = state()["snapshots"]
+        assert before >= 3  # the defaults' bound (200) is far
+        m6 = run_job(glue, endpoint, job, arguments={"--max_snapshots": "2",
+                                                     "--retain_last_snapshots": "1"})
+        bounded = m6["tables"][spec["name"]]["maintenance"]
+        assert bounded["snapshots_bounded"][spec["silver_table"]] == before
+        assert bounded["errors"] == [] and bounded["orphan_files_removed"] == 0  # not due
+        after = state()
+        assert after["snapshots"] == 1 and after["silver"] == [1, 4, 5, 6, 7]
     finally:
         glue_service.stop()

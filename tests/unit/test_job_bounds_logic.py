@@ -1,5 +1,6 @@
 """Pure parts of the job's bounded resources: the input cap's options, when the scheduled
-upkeep is due, and the [glue_job] / [maintenance] settings that reach the job."""
+upkeep is due, the snapshot bound's expiry, and the [glue_job] / [maintenance] settings
+that reach the job."""
 
 from __future__ import annotations
 
@@ -37,6 +38,27 @@ def test_upkeep_is_due_once_the_interval_passed_or_the_clock_went_back(last, now
     assert job.maintenance_due({job.LAST_MAINTENANCE_PROPERTY: "garbage"}, now, interval)
 
 
+@given(count=st.integers(0, 10**5), bound=st.integers(0, 10**4), retain=st.integers(1, 100),
+       timed=st.booleans(), hours=st.floats(0, 10**3, allow_nan=False))
+def test_a_table_over_its_snapshot_bound_is_expired_to_half_of_it(count, bound, retain, timed,
+                                                                   hours) -> None:
+    bound = 0 if bound < 2 * retain else bound  # the settings refuse a bound under 2x retain
+    plan = {"max_snapshots": float(bound), "retain_last_snapshots": float(retain),
+            "snapshot_retention_hours": hours}
+    now = 1.8e9
+    expiry = job.snapshot_expiry(count, plan, now, timed)
+    if bound and count > bound:  # whatever the window, in any run
+        older_than, keep = expiry
+        assert older_than == now and retain <= keep <= bound // 2 < count
+    elif timed:  # the scheduled upkeep: by the time-travel window only
+        assert expiry == (now - hours * 3600, retain)
+    else:
+        assert expiry is None
+    # what it keeps is under the bound by half of it: the next expiry waits as many commits
+    if expiry and bound and count > bound:
+        assert job.snapshot_expiry(expiry[1], plan, now, False) is None
+
+
 def test_input_left_without_a_cap_is_never_backlog() -> None:
     class NoFiles:
         def inputFiles(self):
@@ -65,7 +87,8 @@ def test_settings_reach_the_job_as_arguments() -> None:
         "--snapshot_retention_hours": f"{m.snapshot_retention_hours:g}",
         "--retain_last_snapshots": str(m.retain_last_snapshots),
         "--orphan_file_age_hours": f"{m.orphan_file_age_hours:g}",
-        "--tombstone_retention_days": f"{m.tombstone_retention_days:g}"}
+        "--tombstone_retention_days": f"{m.tombstone_retention_days:g}",
+        "--max_snapshots": str(m.max_snapshots)}
     # every argument the job reads has its default in the job too (it runs without cdclab)
     assert {k.removeprefix("--") for k in job_config.maintenance_arguments(p)} == set(
         job.MAINTENANCE_DEFAULTS)
@@ -76,6 +99,10 @@ def test_unsafe_settings_are_refused() -> None:
         MaintenanceSettings(orphan_file_age_hours=1).check()
     with pytest.raises(ValueError, match="retain_last_snapshots"):
         MaintenanceSettings.build({"retain_last_snapshots": 0}, "p.toml")
+    # a bound the expiry's half could not keep retain_last_snapshots under
+    with pytest.raises(ValueError, match="max_snapshots = 15: 0 or at least twice"):
+        MaintenanceSettings(max_snapshots=15).check()
+    MaintenanceSettings(max_snapshots=0).check()  # no bound
     with pytest.raises(ValueError, match="bounded_files"):
         GlueJobSettings("j", "s.py", "5.1", "G.1X", 2, "job-bookmark-enable", 1, 60,
                         bounded_files=-1).check()
