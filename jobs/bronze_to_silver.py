@@ -1087,12 +1087,26 @@ def loaded_table(spark, table: str):
 def snapshot_count(spark, table: str) -> int:
     """How many snapshots the table's metadata lists, through Iceberg's Java API (the
     catalog's loaded table, no Spark job); through the snapshots metadata table where
-    that is not at hand."""
+    that is not at hand (said in the log: a Spark job in every run)."""
     try:
         return int(spark._jvm.org.apache.iceberg.relocated.com.google.common.collect
                    .Iterables.size(loaded_table(spark, table).snapshots()))
-    except Exception:
+    except Exception as e:
+        log(f"{table}: snapshots counted by a Spark job ({type(e).__name__}: {str(e)[:200]})")
         return int(spark.sql(f"SELECT count(*) AS n FROM {table}.snapshots").first().n)
+
+
+def snapshot_counts(spark, tables: tuple[str, ...]) -> tuple[dict[str, int], list[str]]:
+    """Each table's snapshot count, and the errors of those that could not be counted
+    (they are left out: a count that fails never fails the run)."""
+    counts, errors = {}, []
+    for table in tables:
+        try:
+            counts[table] = snapshot_count(spark, table)
+        except Exception as e:
+            errors.append(f"count snapshots of {table}: {type(e).__name__}: {str(e)[:300]}")
+            log(f"maintenance: counting the snapshots of {table} failed: {e}")
+    return counts, errors
 
 
 def expire_snapshots(spark, table: str, older_than_s: float, retain_last: int) -> int:
@@ -1108,13 +1122,21 @@ def expire_snapshots(spark, table: str, older_than_s: float, retain_last: int) -
     return before - snapshot_count(spark, table)
 
 
+def snapshot_bound(plan: dict) -> int:
+    """max_snapshots as the job applies it: 0 (no bound) also for what pipeline.toml
+    refuses but the job may be given directly (under twice retain_last_snapshots, which
+    would expire at every commit)."""
+    bound = int(plan["max_snapshots"])
+    return bound if bound >= 2 * int(plan["retain_last_snapshots"]) else 0
+
+
 def snapshot_expiry(count: int, plan: dict, now: float, timed: bool) -> tuple[float, int] | None:
-    """(older_than, retain_last) of the expire_snapshots a table with `count` snapshots
-    needs now, or None. Over max_snapshots (0: no bound) it keeps the newest half of the
-    bound (never fewer than retain_last_snapshots) whatever the window, so the next
-    expiry waits for as many commits again; otherwise only the timed upkeep (`timed`)
-    expires, by the time-travel window."""
-    bound, retain = int(plan["max_snapshots"]), int(plan["retain_last_snapshots"])
+    """(older_than, retain_last) of the expiry a table with `count` snapshots needs now,
+    or None. Over max_snapshots (0, or under twice retain_last_snapshots: no bound) it
+    keeps the newest half of the bound whatever the window, so the next expiry waits for
+    as many commits again; otherwise only the timed upkeep (`timed`) expires, by the
+    time-travel window."""
+    bound, retain = snapshot_bound(plan), int(plan["retain_last_snapshots"])
     if bound and count > bound:
         return now, max(retain, bound // 2)
     if timed:
@@ -1159,15 +1181,15 @@ def upkeep(spark, spec: dict, plan: dict, backlog: bool, now: float | None = Non
     # Every snapshot is listed in each metadata.json that every load and commit of the
     # table reads and writes: 1,100 of them made a one-row run 0.6-0.8 s longer
     # (docs/performance.md), so a table over max_snapshots is expired at once.
-    counts = {t: snapshot_count(spark, t) for t in tables} if plan["max_snapshots"] else {}
-    expiries = {t: snapshot_expiry(counts.get(t, 0), plan, now, timed) for t in tables}
-    if not timed and not any(expiries.values()):
-        return None
     started = time.monotonic()
+    bound = snapshot_bound(plan)
+    counts, errors = snapshot_counts(spark, tables) if bound else ({}, [])
+    expiries = {t: snapshot_expiry(counts.get(t, 0), plan, now, timed) for t in tables}
+    if not timed and not errors and not any(expiries.values()):
+        return None
     done: dict = {"tombstones_pruned": 0, "snapshots_expired": 0,
-                  "orphan_files_removed": 0, "errors": [],
-                  "snapshots_bounded": {t: counts[t] for t in tables
-                                        if counts.get(t, 0) > plan["max_snapshots"]}}
+                  "orphan_files_removed": 0, "errors": errors,
+                  "snapshots_bounded": {t: n for t, n in counts.items() if n > bound}}
 
     def step(what: str, fn, *args) -> int:
         """One upkeep step; a failure is reported (metrics, log), never fails the run:

@@ -311,11 +311,14 @@ class Driver:
             self._trims, self._trimmed_at = done + 1, now
         if not session_alive(session):
             return False
+        begun = time.monotonic()
         try:
             collect_compactly(session.sparkContext._jvm)
         except Exception:  # it died meanwhile: the watch deals with that
             log.warning("collecting the idle driver's heap failed", exc_info=True)
             return False
+        with self._cond:  # the next one's gap counts from the collection's end
+            self._trimmed_at = now + time.monotonic() - begun
         return True
 
     def _restart(self, conf: dict[str, str]) -> None:

@@ -200,15 +200,33 @@ def test_capped_runs_report_backlog_and_upkeep_is_scheduled(iceberg_rest: dict, 
             s3.put_object(Bucket=p.lake.bronze_bucket, Key=f"{p.bronze_prefix}/{name}",
                           Body=dms_csv([change("I", 6 + i, 500 + i, NOW)]).encode())
             assert run_job(glue, endpoint, job)["tables"][spec["name"]]["maintenance"] is None
-        before = state()["snapshots"]
+        seen = state()
+        before = seen["snapshots"]
         assert before >= 3  # the defaults' bound (200) is far
         m6 = run_job(glue, endpoint, job, arguments={"--max_snapshots": "2",
                                                      "--retain_last_snapshots": "1"})
         bounded = m6["tables"][spec["name"]]["maintenance"]
         assert bounded["snapshots_bounded"][spec["silver_table"]] == before
         assert bounded["snapshots_expired"] >= before - 1  # silver's, and any of the others'
-        assert bounded["errors"] == [] and bounded["orphan_files_removed"] == 0  # not due
+        assert bounded["errors"] == [] and bounded["tombstones_pruned"] == 0
         after = state()
         assert after["snapshots"] == 1 and after["silver"] == [1, 4, 5, 6, 7]
+        # only the bound ran: the scheduled upkeep was not due, and is not marked done
+        mark = "cdclab.maintenance.last-run-ms"
+        assert after["properties"][mark] == seen["properties"][mark]
+
+        # the scheduled upkeep with a 6-hour window keeps every younger snapshot
+        s3.put_object(Bucket=p.lake.bronze_bucket,
+                      Key=f"{p.bronze_prefix}/20261124-000006000.csv",
+                      Body=dms_csv([change("I", 8, 600, NOW)]).encode())
+        run_job(glue, endpoint, job)
+        young = state()["snapshots"]
+        assert young >= 2
+        m7 = run_job(glue, endpoint, job, arguments={"--maintenance_interval_minutes": "0",
+                                                     "--snapshot_retention_hours": "6",
+                                                     "--retain_last_snapshots": "1"})
+        kept = m7["tables"][spec["name"]]["maintenance"]
+        assert kept["snapshots_expired"] == 0 and kept["snapshots_bounded"] == {}
+        assert state()["snapshots"] == young
     finally:
         glue_service.stop()

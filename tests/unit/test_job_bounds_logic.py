@@ -42,9 +42,11 @@ def test_upkeep_is_due_once_the_interval_passed_or_the_clock_went_back(last, now
        timed=st.booleans(), hours=st.floats(0, 10**3, allow_nan=False))
 def test_a_table_over_its_snapshot_bound_is_expired_to_half_of_it(count, bound, retain, timed,
                                                                    hours) -> None:
-    bound = 0 if bound < 2 * retain else bound  # the settings refuse a bound under 2x retain
     plan = {"max_snapshots": float(bound), "retain_last_snapshots": float(retain),
             "snapshot_retention_hours": hours}
+    # a bound pipeline.toml refuses (under twice retain_last) given to the job: no bound
+    assert job.snapshot_bound(plan) == (bound if bound >= 2 * retain else 0)
+    bound = job.snapshot_bound(plan)
     now = 1.8e9
     expiry = job.snapshot_expiry(count, plan, now, timed)
     if bound and count > bound:  # whatever the window, in any run
