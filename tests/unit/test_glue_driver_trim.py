@@ -70,16 +70,16 @@ def test_the_second_collection_comes_as_long_after_the_first_as_the_schedule_say
     born = driver._idle_since
     assert driver.trim((10.0, 15.0), now=born + 10.0)
     assert not driver.trim((10.0, 15.0), now=born + 14.9)
-    assert driver.trim((10.0, 15.0), now=born + 15.0) and session.collections == 2
+    assert driver.trim((10.0, 15.0), now=born + 15.1) and session.collections == 2
     assert not driver.trim((10.0, 15.0), now=born + 600.0)  # two per idle spell
     with driver.use({}):
         pass
     ended = driver._idle_since
     # a late first collection (the runner's loop was busy) still leaves the cleaner its
-    # 5 s before the second, rather than collecting twice at once
+    # 5 s after it ends (here: at once) before the second, rather than collecting twice
     assert driver.trim((10.0, 15.0), now=ended + 40.0) and session.collections == 3
     assert not driver.trim((10.0, 15.0), now=ended + 44.0)
-    assert driver.trim((10.0, 15.0), now=ended + 45.0) and session.collections == 4
+    assert driver.trim((10.0, 15.0), now=ended + 45.1) and session.collections == 4
 
 
 def test_a_driver_in_use_or_not_started_is_never_collected() -> None:
