@@ -51,7 +51,9 @@ WORKLOAD_CHILD = (
     "from cdclab.workload import run_workload\n"
     "from pipeline_contract.settings import load_pipeline\n"
     "print(json.dumps(run_workload(sys.argv[1], load_pipeline(), duration=float(sys.argv[2]),"
-    " rate=float(sys.argv[3]))), flush=True)\n"
+    " rate=float(sys.argv[3]), writer=int(sys.argv[4]), writers=int(sys.argv[5]),"
+    " group=int(sys.argv[6]))),"
+    " flush=True)\n"
 )
 
 
@@ -287,6 +289,8 @@ def run_phase(name: str, env: Mapping[str, str], p: PipelineSettings, state: Pat
             phases=(run.get("Metrics") or {}).get("phase_seconds", {})))
     ours = [r for r in runs if r.get("StartedOn", 0) >= since]
     return {"probes": len(done), "not_visible": len(late), **fs.summarize(times),
+            "lag_trend": fs.lag_trend([(t.committed, t.visible - t.committed)
+                                       for t in times]),
             "run_after_silver_commit_seconds": fs.spread(tails),
             "glue_runs": run_figures(ours)}
 
@@ -414,14 +418,40 @@ def failed_runs(runs: list[dict]) -> dict:
                           "error": (r.get("ErrorMessage") or "")[:500]} for r in failed[:3]]}
 
 
-def start_workload(dsn: str, rate: float, duration: float) -> subprocess.Popen:
-    """cdclab's workload in a process of its own (its CPU is not the probe's GIL)."""
+def start_workload(dsn: str, rate: float, duration: float, writers: int = 1,
+                   group: int = 1) -> list[subprocess.Popen]:
+    """cdclab's workload in processes of their own (their CPU is not the probe's GIL):
+    `writers` connections at once, each at its share of `rate` on its share of the ids
+    (one connection commits at most ~740 transactions/s here), each committing `group`
+    planned transactions at a time."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT), str(ROOT / "spark"), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.Popen(
+    return [subprocess.Popen(
         [sys.executable, "-c", WORKLOAD_CHILD, dsn, str(duration),
-         str(rate / CHANGES_PER_TRANSACTION)],
+         str(rate / CHANGES_PER_TRANSACTION / writers), str(w), str(writers), str(group)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for w in range(writers)]
+
+
+def workload_report(workers: list[subprocess.Popen], timeout: float) -> dict:
+    """The writers' reports summed: transactions, changes and changes/s over the
+    longest writer's time."""
+    reports = []
+    for worker in workers:
+        out, err = worker.communicate(timeout=timeout)
+        if worker.returncode != 0:
+            raise SystemExit(f"bench_freshness: the workload failed "
+                             f"(exit {worker.returncode}): {err.strip()[-1000:]}")
+        reports.append(json.loads(out.strip().splitlines()[-1]))
+    total = {k: sum(r.get(k, 0) for r in reports)
+             for k in ("transactions", "commits", "inserts", "updates", "deletes")}
+    seconds = max(r.get("seconds", 0.0) for r in reports)
+    changes = total["inserts"] + total["updates"] + total["deletes"]
+    return {**total, "writers": len(reports), "seeds": [r.get("seed") for r in reports],
+            "seconds": seconds, "last_lsn": max(
+                (r["last_lsn"] for r in reports),
+                key=lambda lsn: tuple(int(x, 16) for x in lsn.split("/"))),
+            "changes_per_second": round(changes / seconds, 1) if seconds else None}
 
 
 def machine_facts() -> dict:
@@ -505,19 +535,19 @@ def run(args: argparse.Namespace, state: Path) -> tuple[int, dict]:
         if args.rate:
             # the load goes on while the last probes travel (about 15 s under load)
             duration = args.warmup + args.probes * args.interval + 15
-            worker = start_workload(dsn, args.rate, duration)
-            say(f"load: ~{args.rate:.0f} changes/s for {duration:.0f}s, probes after "
-                f"{args.warmup:.0f}s")
-            time.sleep(args.warmup)
-            load = run_phase("load", env, p, state, poller, first=LOAD_BASE, **common)
-            out, err = worker.communicate(timeout=duration + 120)
-            if worker.returncode != 0:
-                raise SystemExit(f"bench_freshness: the workload failed "
-                                 f"(exit {worker.returncode}): {err.strip()[-1000:]}")
-            report = json.loads(out.strip().splitlines()[-1])
-            changes = sum(report.get(k, 0) for k in ("inserts", "updates", "deletes"))
-            load["workload"] = {**report, "changes_per_second": round(
-                changes / report["seconds"], 1) if report.get("seconds") else None}
+            workers = start_workload(dsn, args.rate, duration, args.writers, args.group)
+            try:
+                say(f"load: ~{args.rate:.0f} changes/s from {args.writers} writer(s) "
+                    f"committing {args.group} at a time, for {duration:.0f}s, probes after "
+                    f"{args.warmup:.0f}s")
+                time.sleep(args.warmup)
+                load = run_phase("load", env, p, state, poller, first=LOAD_BASE, **common)
+                load["workload"] = workload_report(workers, duration + 120)
+            finally:
+                for worker in workers:
+                    if worker.poll() is None:
+                        worker.kill()
+                        worker.wait()
             result["load"] = load
         result["poller"] = {"polls": poller.polls, "errors": poller.errors,
                             "last_error": poller.last_error}
@@ -546,6 +576,12 @@ def main() -> None:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--probes", type=int, default=20, help="probe commits per phase")
     ap.add_argument("--interval", type=float, default=2.0, help="seconds between probes")
+    ap.add_argument("--writers", type=int, default=1,
+                    help="connections the workload commits from at once, each on its own "
+                         "ids (one commits at most ~740 transactions/s here)")
+    ap.add_argument("--group", type=int, default=1,
+                    help="the workload's planned transactions per commit (> 1: an "
+                         "application's multi-row transactions; more changes/s per writer)")
     ap.add_argument("--rate", type=float, default=0.0,
                     help="changes/s of a background workload for a second phase (0: none)")
     ap.add_argument("--warmup", type=float, default=10.0,

@@ -129,6 +129,24 @@ def summarize(probes: Iterable[ProbeTimes]) -> dict:
             "missing_timestamps": missing}
 
 
+def lag_trend(points: Sequence[tuple[float, float]]) -> dict:
+    """Is the lag bounded? (commit time, commit -> visible) per probe: the least-squares
+    slope of the lag over commit time (s of lag per s; a pipeline falling behind its
+    input shows a steady rise) and the p50 of the first and last third of the probes."""
+    if len(points) < 3:
+        return {"count": len(points)}
+    pts = sorted(points)
+    n = len(pts)
+    mean_t = sum(t for t, _ in pts) / n
+    mean_l = sum(lag for _, lag in pts) / n
+    var = sum((t - mean_t) ** 2 for t, _ in pts)
+    slope = (sum((t - mean_t) * (lag - mean_l) for t, lag in pts) / var) if var else 0.0
+    third = n // 3
+    return {"count": n, "slope_seconds_per_second": round(slope, 4),
+            "first_third_p50": round(percentile([lag for _, lag in pts[:third]], 0.5), 3),
+            "last_third_p50": round(percentile([lag for _, lag in pts[-third:]], 0.5), 3)}
+
+
 # Main at 13d5a8a, measured 2026-11-26 13:44 on this machine's size (2 cores), quiet,
 # `--probes 15 --rate 500` (docs/performance.md, "Second run"): what each later run of the
 # bench is compared with, and issue 27's targets (p50, p90 seconds).

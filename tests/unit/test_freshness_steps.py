@@ -227,3 +227,24 @@ def test_the_emitters_wrote_lines_tell_when_each_files_first_row_came():
              "batch of 4 changes stored (total 2 files, 4 changes)"]
     got = fs.received_times(lines, [key, "never/written.csv"])
     assert got == {key: datetime(2026, 11, 29, 5, 20, 0, 21000, tzinfo=UTC).timestamp()}
+
+
+@given(st.lists(st.integers(0, 600).map(float), min_size=3, max_size=40, unique=True),
+       st.floats(-0.5, 0.5), st.floats(0.1, 30))
+def test_the_lag_trend_recovers_a_steady_rise_or_fall(times, slope, base):
+    """Lags on a line over commit time: the slope is the line's, and the thirds' p50s
+    are ordered as the line is."""
+    trend = fs.lag_trend([(t, base + slope * t) for t in times])
+    assert trend["count"] == len(times)
+    assert math.isclose(trend["slope_seconds_per_second"], slope, abs_tol=1e-3)
+    if slope > 0:
+        assert trend["last_third_p50"] >= trend["first_third_p50"]
+    elif slope < 0:
+        assert trend["last_third_p50"] <= trend["first_third_p50"]
+
+
+def test_a_lag_that_does_not_grow_has_no_slope_and_too_few_probes_no_trend() -> None:
+    flat = fs.lag_trend([(float(t), 4.0 + (0.5 if t % 2 else -0.5)) for t in range(30)])
+    assert abs(flat["slope_seconds_per_second"]) < 0.01
+    assert flat["first_third_p50"] == flat["last_third_p50"] == 4.0
+    assert fs.lag_trend([(0.0, 1.0), (1.0, 2.0)]) == {"count": 2}
