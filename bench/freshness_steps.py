@@ -279,4 +279,13 @@ def markdown_table(result: Mapping) -> str:
             cell(result[n]["steps_seconds"][step]) for n in phases) + " |")
     rows.append("| **commit → visible** | " + " | ".join(
         f"**{cell(result[n]['commit_to_visible_seconds'])}**" for n in phases) + " |")
+
+    def trend(t: Mapping) -> str:
+        return (f"{t['first_third_p50']:.2f} → {t['last_third_p50']:.2f} "
+                f"({t['slope_seconds_per_second']:+.3f} s/s)" if t.get("count", 0) >= 3
+                else "–")
+
+    if any("lag_trend" in result[n] for n in phases):
+        rows.append("| lag: first → last third p50 (slope) | " + " | ".join(
+            trend(result[n].get("lag_trend") or {}) for n in phases) + " |")
     return "\n".join(rows)

@@ -180,6 +180,9 @@ def test_the_markdown_table_has_a_row_per_step_and_the_total(ps):
     assert all(line.count("|") == 4 for line in lines)
     assert "commit → visible" in lines[-1]
     assert fs.markdown_table({"idle": fs.summarize(ps)}).splitlines()[0].count("|") == 3
+    trend = fs.lag_trend([(p.committed, p.visible - p.committed) for p in ps])
+    with_trend = fs.markdown_table({"idle": {**fs.summarize(ps), "lag_trend": trend}})
+    assert with_trend.splitlines()[-1].startswith("| lag: first → last third p50")
 
 
 def test_each_phase_is_compared_with_the_baseline_and_the_target() -> None:
