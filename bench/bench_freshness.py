@@ -2,6 +2,7 @@
 (--rate) under a background workload, on a fresh embedded stack. Prints one JSON object.
 
     .venv/bin/python bench/bench_freshness.py [--probes N] [--interval S] [--rate CHANGES/S]
+        [--writers N] [--group K]
 
 A probe commits single-row INSERT transactions (negative ids, a unique name), one every
 --interval seconds, while a poller reads silver through pyiceberg every --poll seconds
