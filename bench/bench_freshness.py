@@ -437,6 +437,8 @@ def start_workload(dsn: str, rate: float, duration: float, writers: int = 1,
 def workload_report(workers: list[subprocess.Popen], timeout: float) -> dict:
     """The writers' reports summed: transactions, changes and changes/s over the
     longest writer's time."""
+    from cdclab.drain import lsn_to_int
+
     reports = []
     for worker in workers:
         out, err = worker.communicate(timeout=timeout)
@@ -449,9 +451,8 @@ def workload_report(workers: list[subprocess.Popen], timeout: float) -> dict:
     seconds = max(r.get("seconds", 0.0) for r in reports)
     changes = total["inserts"] + total["updates"] + total["deletes"]
     return {**total, "writers": len(reports), "seeds": [r.get("seed") for r in reports],
-            "seconds": seconds, "last_lsn": max(
-                (r["last_lsn"] for r in reports),
-                key=lambda lsn: tuple(int(x, 16) for x in lsn.split("/"))),
+            "seconds": seconds,
+            "last_lsn": max((r["last_lsn"] for r in reports), key=lsn_to_int),
             "changes_per_second": round(changes / seconds, 1) if seconds else None}
 
 

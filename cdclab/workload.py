@@ -77,7 +77,7 @@ class Planner:
     def __init__(self, live_ids: set[int], next_id: int, seed: int = 0,
                  hold_rows: int = 0, id_step: int = 1) -> None:
         self.rng = random.Random(seed)
-        self._live = IdPool(set(live_ids))
+        self._live = IdPool(live_ids)
         self.next_id = next_id
         # > 1: new ids go next_id, next_id + id_step, ... (one writer's share of the ids)
         self.id_step = id_step
@@ -237,7 +237,7 @@ def run_workload(
             if duration is not None and now - start >= duration:
                 break
             txns = planner.plan(group if transactions is None
-                                else max(1, min(group, transactions - done)))
+                                else min(group, transactions - done))
             execute(conn, p, *txns)
             done += len(txns)
             commits += 1
