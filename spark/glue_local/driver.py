@@ -112,8 +112,9 @@ def forget_cached_data(session) -> None:
 
 def collect_compactly(jvm) -> None:
     """A full collection after which the heap keeps at most 30 % free (FREE_RATIOS), and
-    gives the rest back to the OS; the JVM's own ratios (40 / 70 % by default) are put back
-    at once, so the runs size the heap as before. The ratios are manageable flags."""
+    gives the rest back to the OS, as it then does with the native heap's free memory; the
+    JVM's own ratios (40 / 70 % by default) are put back at once, so the runs size the heap
+    as before. The ratios are manageable flags."""
     bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
         jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
     before = {name: bean.getVMOption(name).getValue() for name in FREE_RATIOS}
@@ -124,6 +125,40 @@ def collect_compactly(jvm) -> None:
     finally:
         for name in reversed(FREE_RATIOS):
             bean.setVMOption(name, before[name])
+    trim_native_heap(jvm)
+
+
+def trim_native_heap(jvm) -> str | None:
+    """HotSpot's `System.trim_native_heap` (jcmd's; JDK 17.0.9+), through the
+    DiagnosticCommand MBean: glibc keeps what the JVM's threads and compilers freed
+    (70-85 MB of an idle driver after a minute of load) until malloc_trim hands it back. The
+    command's report, or None where the JVM lacks it (off glibc it answers so itself)."""
+    lang = jvm.java.lang
+
+    def array(component: str, items: list):
+        made = lang.reflect.Array.newInstance(lang.Class.forName(component), len(items))
+        for i, item in enumerate(items):
+            lang.reflect.Array.set(made, i, item)
+        return made
+
+    try:
+        # the platform server's own class is not exported (java.management): its
+        # interface's method is what reflection may call
+        invoke = lang.Class.forName("javax.management.MBeanServerConnection").getMethod(
+            "invoke", array("java.lang.Class", [lang.Class.forName(n) for n in (
+                "javax.management.ObjectName", "java.lang.String",
+                "[Ljava.lang.Object;", "[Ljava.lang.String;")]))
+        command = jvm.javax.management.ObjectName("com.sun.management:type=DiagnosticCommand")
+        no_args = array("java.lang.String", [])
+        report = invoke.invoke(
+            lang.management.ManagementFactory.getPlatformMBeanServer(),
+            array("java.lang.Object", [command, "systemTrimNativeHeap",
+                                       array("java.lang.Object", [no_args]),
+                                       array("java.lang.String", ["[Ljava.lang.String;"])]))
+        return str(report).strip()
+    except Exception:
+        log.debug("the driver's native heap was not trimmed", exc_info=True)
+        return None
 
 
 class Driver:

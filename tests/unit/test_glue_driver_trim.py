@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from glue_local.driver import Driver
+from glue_local.driver import Driver, collect_compactly, trim_native_heap
 
 
 class StandInSession:
@@ -90,3 +90,13 @@ def test_a_driver_in_use_or_not_started_is_never_collected() -> None:
     idle = Driver(lambda env, extra_conf=None: session, {})  # no session started
     assert not idle.trim((0.0,), now=idle._idle_since + 3600)
     assert session.collections == 0
+
+
+def test_a_jvm_without_the_native_trim_still_has_its_heap_collected() -> None:
+    # the stand-in's JVM has no DiagnosticCommand MBean, as a JDK before 17.0.9 lacks
+    # System.trim_native_heap: the collection and the ratios' reset are not held up
+    session = StandInSession()
+    assert trim_native_heap(session.sparkContext._jvm) is None
+    collect_compactly(session.sparkContext._jvm)
+    assert session.collections == 1
+    assert session.flags == {"MinHeapFreeRatio": 40, "MaxHeapFreeRatio": 70}
