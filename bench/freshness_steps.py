@@ -203,6 +203,26 @@ WATCHER_LOGGER = "lambda_shim.watcher"
 NEW_OBJECTS = " new object(s): "
 
 
+# glue_local's log lines (runner.py, jit_warmup.py) that tell when the warm driver rests
+DRIVER_COLLECTED = "the idle Spark driver collected its heap"
+WARMUP_ENDED = "JIT warm-up"  # its summary, or "JIT warm-up ended early: ..."
+COLLECTIONS_AT_REST = 2  # glue_local.driver.IDLE_TRIM_SECONDS: two per idle spell
+
+
+def driver_at_rest(lines: Sequence[str], since: int, warmup: bool = True) -> bool:
+    """Whether the glue service's log (`lines`) shows its driver at rest: its JIT
+    warm-up (when on) over, and both idle collections made after the later of the
+    warm-up's end and line `since` (where the probes ended). The warm-up works only
+    while no run needs the driver, so it can end long after the last run, and its work
+    undoes the collections made meanwhile."""
+    ended = max((i for i, line in enumerate(lines) if WARMUP_ENDED in line),
+                default=None if warmup else -1)
+    if ended is None:
+        return False
+    after = max(since, ended + 1)
+    return sum(DRIVER_COLLECTED in line for line in lines[after:]) >= COLLECTIONS_AT_REST
+
+
 def log_time(stamp: str, millis: str) -> float:
     """logging's asctime (local time) as epoch seconds."""
     return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").timestamp() + int(millis) / 1000

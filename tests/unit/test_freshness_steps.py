@@ -251,3 +251,31 @@ def test_a_lag_that_does_not_grow_has_no_slope_and_too_few_probes_no_trend() -> 
     assert abs(flat["slope_seconds_per_second"]) < 0.01
     assert flat["first_third_p50"] == flat["last_third_p50"] == 4.0
     assert fs.lag_trend([(0.0, 1.0), (1.0, 2.0)]) == {"count": 2}
+
+
+COLLECTED = f"2026-12-07 14:00:00,000 INFO glue_local.runner: {fs.DRIVER_COLLECTED}"
+WARMED = ("2026-12-07 14:00:00,000 INFO glue_local.jit_warmup: JIT warm-up: 40 batches in "
+          "60.0s of work (the first 2.10s, the last 0.40s)")
+RUN = "2026-12-07 14:00:00,000 INFO glue_local.runner: run jr_1 SUCCEEDED"
+
+
+def test_the_driver_rests_once_warmed_and_collected_twice_after_the_probes() -> None:
+    assert not fs.driver_at_rest([WARMED, RUN, COLLECTED, COLLECTED], since=3)
+    assert fs.driver_at_rest([WARMED, RUN, COLLECTED, COLLECTED], since=1)
+    # the warm-up's work ends after the probes: the collections before it do not count
+    lines = [RUN, COLLECTED, COLLECTED, WARMED, COLLECTED]
+    assert not fs.driver_at_rest(lines, since=1)
+    assert fs.driver_at_rest([*lines, COLLECTED], since=1)
+    # no warm-up line: still warming, unless the warm-up is off
+    assert not fs.driver_at_rest([RUN, COLLECTED, COLLECTED], since=1)
+    assert fs.driver_at_rest([RUN, COLLECTED, COLLECTED], since=1, warmup=False)
+    early = "... INFO glue_local.runner: JIT warm-up ended early: Py4JError: gone"
+    assert fs.driver_at_rest([early, COLLECTED, COLLECTED], since=0)
+
+
+@given(st.lists(st.sampled_from([COLLECTED, WARMED, RUN]), max_size=30),
+       st.integers(0, 30), st.lists(st.sampled_from([COLLECTED, RUN]), max_size=5))
+def test_a_driver_at_rest_stays_so_until_it_warms_again(lines, since, more) -> None:
+    if fs.driver_at_rest(lines, since):
+        assert fs.driver_at_rest([*lines, *more], since)  # the bench reads it at once
+        assert not fs.driver_at_rest([*lines, *more, WARMED], since)
