@@ -110,11 +110,11 @@ def forget_cached_data(session) -> None:
         log.warning("dropping cached data after the runs failed", exc_info=True)
 
 
-def collect_compactly(jvm) -> None:
+def collect_compactly(jvm) -> str | None:
     """A full collection after which the heap keeps at most 30 % free (FREE_RATIOS), and
     gives the rest back to the OS, as it then does with the native heap's free memory; the
     JVM's own ratios (40 / 70 % by default) are put back at once, so the runs size the heap
-    as before. The ratios are manageable flags."""
+    as before. The ratios are manageable flags. Returns the native trim's report."""
     bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
         jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
     before = {name: bean.getVMOption(name).getValue() for name in FREE_RATIOS}
@@ -125,7 +125,7 @@ def collect_compactly(jvm) -> None:
     finally:
         for name in reversed(FREE_RATIOS):
             bean.setVMOption(name, before[name])
-    trim_native_heap(jvm)
+    return trim_native_heap(jvm)
 
 
 def trim_native_heap(jvm) -> str | None:
@@ -184,6 +184,7 @@ class Driver:
         self._idle_since = time.monotonic()  # the last run's end (or the driver's birth)
         self._trims = 0  # collections since then (trim), the last one at _trimmed_at
         self._trimmed_at = self._idle_since
+        self.native_trim: str | None = None  # the last collection's native trim report
 
     def watch(self, on_death: DeathHandler, restart: Callable[[], None] | None = None,
               interval: float = WATCH_INTERVAL_SECONDS) -> threading.Thread:
@@ -348,7 +349,7 @@ class Driver:
             return False
         begun = time.monotonic()
         try:
-            collect_compactly(session.sparkContext._jvm)
+            self.native_trim = collect_compactly(session.sparkContext._jvm)
         except Exception:  # it died meanwhile: the watch deals with that
             log.warning("collecting the idle driver's heap failed", exc_info=True)
             return False

@@ -400,7 +400,9 @@ class Runner:
             except queue.Empty:
                 self.settle_all()
                 if self.driver.trim():
-                    log.info("the idle Spark driver collected its heap")
+                    native = self.driver.native_trim
+                    log.info("the idle Spark driver collected its heap%s",
+                             f" ({native})" if native else "")
                 continue
             if item is None:
                 return

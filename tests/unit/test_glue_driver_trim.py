@@ -97,6 +97,6 @@ def test_a_jvm_without_the_native_trim_still_has_its_heap_collected() -> None:
     # System.trim_native_heap: the collection and the ratios' reset are not held up
     session = StandInSession()
     assert trim_native_heap(session.sparkContext._jvm) is None
-    collect_compactly(session.sparkContext._jvm)
+    assert collect_compactly(session.sparkContext._jvm) is None
     assert session.collections == 1
     assert session.flags == {"MinHeapFreeRatio": 40, "MaxHeapFreeRatio": 70}
