@@ -203,7 +203,7 @@ WATCHER_LOGGER = "lambda_shim.watcher"
 NEW_OBJECTS = " new object(s): "
 
 
-# glue_local's log lines (runner.py, jit_warmup.py) that tell when the warm driver rests
+# glue_local's log lines (driver.py, jit_warmup.py) that tell when the warm driver rests
 DRIVER_COLLECTED = "the idle Spark driver collected its heap"
 WARMUP_ENDED = "JIT warm-up"  # its summary, or "JIT warm-up ended early: ..."
 COLLECTIONS_AT_REST = 2  # glue_local.driver.IDLE_TRIM_SECONDS: two per idle spell

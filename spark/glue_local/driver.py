@@ -184,7 +184,6 @@ class Driver:
         self._idle_since = time.monotonic()  # the last run's end (or the driver's birth)
         self._trims = 0  # collections since then (trim), the last one at _trimmed_at
         self._trimmed_at = self._idle_since
-        self.native_trim: str | None = None  # the last collection's native trim report
 
     def watch(self, on_death: DeathHandler, restart: Callable[[], None] | None = None,
               interval: float = WATCH_INTERVAL_SECONDS) -> threading.Thread:
@@ -349,10 +348,11 @@ class Driver:
             return False
         begun = time.monotonic()
         try:
-            self.native_trim = collect_compactly(session.sparkContext._jvm)
+            native = collect_compactly(session.sparkContext._jvm)
         except Exception:  # it died meanwhile: the watch deals with that
             log.warning("collecting the idle driver's heap failed", exc_info=True)
             return False
+        log.info("the idle Spark driver collected its heap%s", f" ({native})" if native else "")
         with self._cond:  # the next one's gap counts from the collection's end
             self._trimmed_at = now + time.monotonic() - begun
         return True

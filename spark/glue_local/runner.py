@@ -399,10 +399,7 @@ class Runner:
                 item = self._queue.get(timeout=SETTLE_INTERVAL_SECONDS)
             except queue.Empty:
                 self.settle_all()
-                if self.driver.trim():
-                    native = self.driver.native_trim
-                    log.info("the idle Spark driver collected its heap%s",
-                             f" ({native})" if native else "")
+                self.driver.trim()
                 continue
             if item is None:
                 return

@@ -253,7 +253,7 @@ def test_a_lag_that_does_not_grow_has_no_slope_and_too_few_probes_no_trend() -> 
     assert fs.lag_trend([(0.0, 1.0), (1.0, 2.0)]) == {"count": 2}
 
 
-COLLECTED = f"2026-12-07 14:00:00,000 INFO glue_local.runner: {fs.DRIVER_COLLECTED}"
+COLLECTED = f"2026-12-07 14:00:00,000 INFO glue_local.driver: {fs.DRIVER_COLLECTED}"
 WARMED = ("2026-12-07 14:00:00,000 INFO glue_local.jit_warmup: JIT warm-up: 40 batches in "
           "60.0s of work (the first 2.10s, the last 0.40s)")
 RUN = "2026-12-07 14:00:00,000 INFO glue_local.runner: run jr_1 SUCCEEDED"
