@@ -147,6 +147,7 @@ _TIED = {  # rules across keys: the error may name the other key of the rule
     "dms.csv_delimiter": ("dms.csv_null_value",),
     "dms.bucket_folder": ("lake.quarantine_prefix", "lake.archive_prefix"),
     "lake.quarantine_prefix": ("lake.archive_prefix",),
+    "maintenance.retain_last_snapshots": ("maintenance.max_snapshots",),
 }
 
 
