@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import time
 from collections.abc import Mapping
 
 from pipeline_contract import settings
@@ -32,6 +33,8 @@ ENV_MINIO_USERS = "CDCLAB_MINIO_USERS"  # every service's pair, for the MinIO se
 
 SERVICES = ("emitter", "watcher", "glue", "iceberg-rest")
 POLICY_PREFIX = "cdclab-"
+NO_SUCH_POLICY = "XMinioAdminNoSuchPolicy"  # the admin API's code for an unknown policy
+NEW_POLICY_ATTEMPTS = 5  # waits 0.5 + 1 + 1.5 + 2 s at most
 SCRIPTS_TEMP = "temp"  # s3://<scripts_bucket>/temp/: the jobs' --TempDir
 MULTIPART = ["s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"]
 
@@ -150,7 +153,7 @@ def admin_client(endpoint: str, access_key: str, secret_key: str):
 
 
 def ensure_users(env: Mapping[str, str], p: settings.PipelineSettings,
-                 admin=None) -> list[str]:
+                 admin=None, sleep=time.sleep) -> list[str]:
     """Create or update every service's policy and user, and attach the one to the other
     (idempotent: run at each MinIO start). Returns the user names it set up."""
     users = parse_users(env.get(ENV_MINIO_USERS, ""))
@@ -159,10 +162,24 @@ def ensure_users(env: Mapping[str, str], p: settings.PipelineSettings,
     admin = admin or admin_client(env[settings.ENV_S3_ENDPOINT], env[settings.ENV_ACCESS_KEY],
                                   env[settings.ENV_SECRET_KEY])
     for name, (access, secret) in users.items():
-        policy_name = POLICY_PREFIX + name
-        admin.policy_add(policy_name, policy=policy(name, p))
-        admin.user_add(access, secret)
-        attached = json.loads(admin.user_info(access) or "{}").get("policyName", "")
-        if policy_name not in attached.split(","):
-            admin.attach_policy([policy_name], user=access)
+        for attempt in range(1, NEW_POLICY_ATTEMPTS + 1):
+            try:
+                _ensure_user(admin, name, access, secret, p)
+                break
+            except Exception as exc:
+                # Just after its start MinIO may not know a policy it has just added (its
+                # IAM cache is still loading; seen once in CI): add it again, then attach.
+                if NO_SUCH_POLICY not in str(exc) or attempt == NEW_POLICY_ATTEMPTS:
+                    raise
+                sleep(0.5 * attempt)
     return list(users)
+
+
+def _ensure_user(admin, name: str, access: str, secret: str,
+                 p: settings.PipelineSettings) -> None:
+    policy_name = POLICY_PREFIX + name
+    admin.policy_add(policy_name, policy=policy(name, p))
+    admin.user_add(access, secret)
+    attached = json.loads(admin.user_info(access) or "{}").get("policyName", "")
+    if policy_name not in attached.split(","):
+        admin.attach_policy([policy_name], user=access)

@@ -7,6 +7,7 @@ import stat
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -188,3 +189,40 @@ def test_the_jobs_reach_the_declared_buckets_and_no_other() -> None:
     assert buckets == STACK_BUCKETS | {"my-bucket", "other.bucket"}
     for service in ("emitter", "watcher", "iceberg-rest"):  # only the jobs' role
         assert minio_users.policy(service, mine) == minio_users.policy(service, P)
+
+
+class JustStartedMinio:
+    """MinIO's admin API as it answers just after a start: the first attach of a new
+    policy says the policy does not exist (its IAM cache still loading)."""
+
+    def __init__(self, refusals: int) -> None:
+        self.refusals, self.policies, self.attached = refusals, {}, {}
+
+    def policy_add(self, name, policy) -> None:
+        self.policies[name] = policy
+
+    def user_add(self, access, secret) -> None:
+        self.attached.setdefault(access, [])
+
+    def user_info(self, access) -> str:
+        return json.dumps({"policyName": ",".join(self.attached[access])})
+
+    def attach_policy(self, names, user) -> None:
+        if self.refusals:
+            self.refusals -= 1
+            raise RuntimeError('admin request failed; Status: 404, Body: {"Code":'
+                               f'"{minio_users.NO_SUCH_POLICY}"}}')
+        self.attached[user] += names
+
+
+def test_a_policy_minio_does_not_know_yet_is_added_again_then_attached() -> None:
+    env = {minio_users.ENV_MINIO_USERS: minio_users.generate()}
+    admin, waits = JustStartedMinio(refusals=2), []
+    names = minio_users.ensure_users(env, P, admin=admin, sleep=waits.append)
+    assert names == list(minio_users.SERVICES) and waits == [0.5, 1.0]
+    users = minio_users.parse_users(env[minio_users.ENV_MINIO_USERS])
+    assert all(admin.attached[access] == [minio_users.POLICY_PREFIX + name]
+               for name, (access, _) in users.items())
+    stubborn = JustStartedMinio(refusals=minio_users.NEW_POLICY_ATTEMPTS)
+    with pytest.raises(RuntimeError, match=minio_users.NO_SUCH_POLICY):
+        minio_users.ensure_users(env, P, admin=stubborn, sleep=lambda s: None)
